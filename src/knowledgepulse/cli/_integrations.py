@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._grouping import AttemptGrouper, field_value, group_label
-
 if TYPE_CHECKING:
+    from .._grouping import AttemptGrouper
     from .._io import InputRecord
     from .._junit import JUnitReport
     from .._schema import ReasoningTrace
@@ -92,7 +91,11 @@ class ResultSinks:
 
             self._junit = JUnitReport(suite, dict(properties))
         self._group_by = group_by
-        self._groups = AttemptGrouper(group_by) if group_by else None
+        self._groups: AttemptGrouper | None = None
+        if group_by:
+            from .._grouping import AttemptGrouper  # rich: loaded only when grouping
+
+            self._groups = AttemptGrouper(group_by)
         self._threshold = threshold
         self._exporter: EvaluationEventExporter | None = None
         if otel_endpoint is not None:
@@ -114,6 +117,8 @@ class ResultSinks:
     def _group(self, data: Any) -> dict[str, str | None] | None:
         if self._group_by is None:
             return None
+        from .._grouping import field_value, group_label
+
         return {self._group_by: group_label(field_value(data, self._group_by))}
 
     def add_eval(self, record: InputRecord, case: Case, line: EvalRecord) -> EvalRecord:

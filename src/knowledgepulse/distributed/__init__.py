@@ -17,12 +17,53 @@ Importing this package does not import ``ray``; the functions do, and raise
 
 from __future__ import annotations
 
-from ._cluster import connect, import_ray
-from ._curation import curate_on_ray
-from ._dataset import score_dataset
-from ._reading import conversions_of_dataset, read_conversions_parallel
-from ._scoring import RayScorer
-from ._workers import EmbedderFactory, EmbedPool, PrecomputedEmbedder, factory_for, minilm_factory
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._cluster import connect, import_ray
+    from ._curation import curate_on_ray
+    from ._dataset import score_dataset
+    from ._reading import conversions_of_dataset, read_conversions_parallel
+    from ._scoring import RayScorer
+    from ._workers import (
+        EmbedderFactory,
+        EmbedPool,
+        PrecomputedEmbedder,
+        factory_for,
+        minilm_factory,
+    )
+
+# Each name loads with its module on first use: the kp commands import this package for their
+# --engine options, and `kp --help` must not pay for the scorer, numpy and pydantic.
+_LAZY = {
+    "connect": "._cluster",
+    "import_ray": "._cluster",
+    "curate_on_ray": "._curation",
+    "score_dataset": "._dataset",
+    "conversions_of_dataset": "._reading",
+    "read_conversions_parallel": "._reading",
+    "RayScorer": "._scoring",
+    "EmbedderFactory": "._workers",
+    "EmbedPool": "._workers",
+    "PrecomputedEmbedder": "._workers",
+    "factory_for": "._workers",
+    "minilm_factory": "._workers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "EmbedPool",
