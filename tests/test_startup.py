@@ -6,6 +6,7 @@ get imported, so a heavy import slipping onto the path fails here on any machine
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -74,3 +75,13 @@ def test_unknown_command_is_a_usage_error() -> None:
     from knowledgepulse.cli import main
 
     assert main(["nosuchcommand"]) == 2
+
+
+@pytest.mark.parametrize("package", ["knowledgepulse", "knowledgepulse.distributed"])
+def test_every_public_name_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(module, name)
+    assert dir(module) == sorted(module.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+        module.missing  # noqa: B018

@@ -21,10 +21,10 @@ numpy, the embedding runtime).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._errors import KnowledgePulseError, MissingDependencyError
+from ._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ._capture import CapturedRun, capture, captured
@@ -159,14 +159,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'knowledgepulse' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

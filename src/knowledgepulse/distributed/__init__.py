@@ -17,8 +17,9 @@ Importing this package does not import ``ray``; the functions do, and raise
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ._cluster import connect, import_ray
@@ -52,19 +53,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
-
-
 __all__ = [
     "EmbedPool",
     "EmbedderFactory",
@@ -79,3 +67,5 @@ __all__ = [
     "read_conversions_parallel",
     "score_dataset",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
