@@ -23,7 +23,7 @@ import pickle
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -59,7 +59,12 @@ AUTO_MAX_WORKERS = 8
 BATCH_RECORDS = 200
 BATCH_BYTES = 4 << 20
 #: Modules the fork server imports once, so that each worker starts without importing them.
-_PRELOAD = ["knowledgepulse._parallel", "knowledgepulse._scoring", "knowledgepulse.records"]
+_PRELOAD = [
+    "knowledgepulse._parallel",
+    "knowledgepulse.importers",
+    "knowledgepulse._scoring",
+    "knowledgepulse.records",
+]
 
 
 class ScoredTrace(NamedTuple):
@@ -137,21 +142,19 @@ def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> 
     from ._output import dumps
     from ._profiles import ProfileRegistry
     from ._scoring import Scorer
-    from .importers import read_traces
+    from .importers import Conversion, read_traces
     from .records import ScoreRecord
 
     scorer = _scorer_for(settings, Scorer, ProfileRegistry)
     threshold = settings.threshold
-    conversions = list(read_traces(records, "trace", settings.options))
-    traces = [trace for conversion in conversions for trace in conversion.traces]
-    scores = iter(scorer.score_many(traces))
     scored_conversions = []
-    for conversion in conversions:
+    # One unit at a time, its traces dropped once written: validating a whole batch before
+    # scoring it keeps hundreds of traces alive, and costs twice the CPU (cold memory).
+    for conversion in read_traces(records, "trace", settings.options):
         first = conversion.records[0]
         index = first.index if len(conversion.records) == 1 else None
         scored = []
-        for trace in conversion.traces:
-            score = next(scores)
+        for trace, score in zip(conversion.traces, scorer.score_many(conversion.traces)):
             data = ScoreRecord.data_of(
                 score, trace, source=first.source, line=first.line, index=index, threshold=threshold
             )
@@ -162,7 +165,9 @@ def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> 
                 full["metadata"]["quality_score"] = score.value
                 accepted = dumps(full)
             scored.append(ScoredTrace(dumps(data), score.value, data["domain"], passed, accepted))
-        scored_conversions.append(replace(conversion, traces=scored))
+        scored_conversions.append(
+            Conversion(conversion.records, scored, conversion.problems, conversion.format)  # type: ignore[arg-type]
+        )
     return scored_conversions
 
 

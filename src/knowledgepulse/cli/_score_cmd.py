@@ -229,7 +229,9 @@ def score_command(
                         threshold=threshold,
                     )
                     if sinks.active:  # JUnit, OTel events, grouping: they take the record
-                        line = sinks.add_score(trace, score, ScoreRecord.model_validate(line)).to_dict()
+                        line = sinks.add_score(
+                            trace, score, ScoreRecord.model_validate(line)
+                        ).to_dict()
                     passed = line.get("passed")
                     with _signals_held():
                         out.write_json(line)
