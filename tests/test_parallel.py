@@ -79,7 +79,9 @@ def run_score(
 
 
 @pytest.mark.parametrize(
-    "extra", [[], ["--table"], ["--domain", "legal", "--confidence", "0.9", "--max-errors", "40"]], ids=str
+    "extra",
+    [[], ["--table"], ["--domain", "legal", "--confidence", "0.9", "--max-errors", "40"]],
+    ids=str,
 )
 def test_workers_write_the_same_bytes_as_one_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], inputs: list[str], extra: list[str]
@@ -123,7 +125,7 @@ def test_kp_says_when_a_worker_is_lost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = tmp_path / "t.jsonl"
-    source.write_text(mixed_lines(50))
+    source.write_text(mixed_lines(600))  # three batches: one alone is scored in process
     monkeypatch.setattr(_parallel, "_serve", _exit_at_once)
     code = main(["score", str(source), "--no-embed", "--workers", "2", "-o", str(tmp_path / "o")])
     err = capsys.readouterr().err
@@ -132,12 +134,23 @@ def test_kp_says_when_a_worker_is_lost(
         "a worker process ended (exit status 3): its records and the rest are scored in this "
         "process" in err
     )
-    assert "records in: 50 = processed 43 + rejected 7" in err
-    assert len((tmp_path / "o").read_text().splitlines()) == 43
+    assert "records in: 600 = processed 515 + rejected 85" in err
+    assert len((tmp_path / "o").read_text().splitlines()) == 515
 
 
 def _exit_at_once(*_: object) -> None:
     os._exit(3)
+
+
+def test_one_batch_is_scored_without_starting_workers(tmp_path: Path) -> None:
+    source = tmp_path / "t.jsonl"
+    source.write_text(mixed_lines(_parallel.BATCH_RECORDS))
+    before = set(multiprocessing.active_children())
+    records = iter_records([str(source)], parse=False)
+    got = list(score_records_in_workers(records, settings(), 2))
+    assert set(multiprocessing.active_children()) == before
+    expected = score_records(iter_records([str(source)], parse=False), settings())
+    assert [c.traces for c in got] == [c.traces for c in expected]
 
 
 @pytest.mark.parametrize(("requested", "expected"), [(0, 0), (1, 0), (2, 2), (5, 5)])

@@ -24,6 +24,7 @@ import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -208,14 +209,26 @@ def _to_wire(conversions: list[Conversion]) -> list[tuple[Any, ...]]:
     return wire
 
 
-def _from_wire(wire: list[tuple[Any, ...]]) -> Iterator[Conversion]:
-    from .importers import Conversion
+class _ScoredUnit(NamedTuple):
+    """A :class:`~knowledgepulse.importers.Conversion` as it comes back from a worker: the
+    same fields, lighter to make (one per record, in the reading process)."""
 
+    records: Sequence[Any]
+    traces: list[ScoredTrace]
+    problems: list[str]
+    format: str
+
+
+_ONE_CONVERTED: tuple[Any, ...] = (None,)
+
+
+def _from_wire(wire: list[tuple[Any, ...]]) -> Iterator[Conversion]:
     for records, problems, traces in wire:
-        if problems is None:
-            yield Conversion([_CONVERTED] * records, traces, [], "trace")
+        if problems is None:  # converted: only the count of its records matters here
+            count = _ONE_CONVERTED if records == 1 else (None,) * records
+            yield _ScoredUnit(count, traces, [], "trace")  # type: ignore[misc]
         else:
-            yield Conversion(records, traces, problems, "trace")
+            yield _ScoredUnit(records, traces, problems, "trace")  # type: ignore[misc]
 
 
 def _serve(connection: Connection, settings: ScoringSettings) -> None:
@@ -293,12 +306,20 @@ def score_records_in_workers(
     """
     import multiprocessing
 
+    batches = _batches(records)
+    first = next(batches, None)
+    second = next(batches, None) if first is not None else None
+    if second is None:  # one batch: starting workers would cost more than scoring it here
+        if first is not None:
+            yield from score_records(_unpack(first), settings)
+        return
+    assert first is not None
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
     pool: list[_Worker] = []
     try:
         pool.extend(_Worker(context, settings) for _ in range(workers))
-        yield from _in_order(pool, _batches(records), settings, on_worker_lost)
+        yield from _in_order(pool, chain([first, second], batches), settings, on_worker_lost)
     finally:
         for worker in pool:
             worker.stop()
@@ -358,12 +379,3 @@ def _batches(records: Iterable[InputRecord]) -> Iterator[list[_Packed]]:
             batch, size = [], 0
     if batch:
         yield batch
-
-
-class _Converted:
-    """Stands for a record of a converted unit: only its count matters to the reader."""
-
-    __slots__ = ()
-
-
-_CONVERTED: Any = _Converted()
