@@ -7,9 +7,9 @@ The caller decides that; :func:`choose_workers` decides how many workers such a 
 
 What comes back is what the one-process path makes of the same records, byte for byte: the
 workers run the same conversion (:func:`~knowledgepulse.importers.read_traces`) and build
-the same lines. Every record read comes back, in order, as exactly one
-:class:`~knowledgepulse.importers.Conversion`: a worker that dies is not trusted again, and
-its batch and everything after it are scored in this process instead.
+the same lines. Every record read comes back, in order, in exactly one
+:class:`ScoredUnit`: a worker that dies is not trusted again, and its batch and everything
+after it are scored in this process instead.
 
 Workers start from a fork server (never by forking this process, which may run threads),
 ignore Ctrl-C (this process stops them) and are killed when the results stop being taken.
@@ -33,12 +33,13 @@ if TYPE_CHECKING:
 
     from ._io import InputRecord
     from ._profiles import DomainProfile
-    from .importers import Conversion, ImportOptions
+    from .importers import ImportOptions
 
 __all__ = [
     "AUTO_MIN_BYTES",
     "WORKERS_ENV",
     "ScoredTrace",
+    "ScoredUnit",
     "ScoringSettings",
     "choose_workers",
     "score_records",
@@ -76,6 +77,17 @@ class ScoredTrace(NamedTuple):
     domain: str
     passed: bool | None  #: None without a threshold
     accepted: str | None  #: the trace's line for ``--accepted`` when it passed (if asked)
+
+
+class ScoredUnit(NamedTuple):
+    """One unit of input records, scored: a :class:`~knowledgepulse.importers.Conversion`
+    whose ``traces`` are :class:`ScoredTrace`. A converted unit that came back from a worker
+    holds ``None`` for each of its records (only their count matters then)."""
+
+    records: Sequence[Any]
+    traces: list[ScoredTrace]
+    problems: list[str]
+    format: str
 
 
 @dataclass(frozen=True)
@@ -133,22 +145,22 @@ def _json_bytes(files: Sequence[str]) -> int:
 _Packed = tuple[str, int, "int | None", "bytes | None", "str | None", "str | None"]
 
 
-def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> list[Conversion]:
+def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> list[ScoredUnit]:
     """Convert and score ``records`` (ReasoningTraces, read with ``parse=False``).
 
-    One :class:`~knowledgepulse.importers.Conversion` per unit, as
-    :func:`~knowledgepulse.importers.read_traces` gives them, except that ``traces`` holds a
-    :class:`ScoredTrace` for each trace. Records of a converted unit keep only their place.
+    One :class:`ScoredUnit` per unit :func:`~knowledgepulse.importers.read_traces` gives,
+    in order, with a :class:`ScoredTrace` for each of its traces.
     """
     from ._output import dumps
     from ._profiles import ProfileRegistry
     from ._scoring import Scorer
-    from .importers import Conversion, read_traces
+    from .importers import read_traces
     from .records import ScoreRecord
 
-    scorer = _scorer_for(settings, Scorer, ProfileRegistry)
+    registry = ProfileRegistry({profile.name: profile for profile in settings.profiles})
+    scorer = Scorer(embedder=None, profiles=registry)
     threshold = settings.threshold
-    scored_conversions = []
+    units = []
     # One unit at a time, its traces dropped once written: validating a whole batch before
     # scoring it keeps hundreds of traces alive, and costs twice the CPU (cold memory).
     for conversion in read_traces(records, "trace", settings.options):
@@ -166,23 +178,8 @@ def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> 
                 full["metadata"]["quality_score"] = score.value
                 accepted = dumps(full)
             scored.append(ScoredTrace(dumps(data), score.value, data["domain"], passed, accepted))
-        scored_conversions.append(
-            Conversion(conversion.records, scored, conversion.problems, conversion.format)  # type: ignore[arg-type]
-        )
-    return scored_conversions
-
-
-_last_scorer: list[tuple[ScoringSettings, Any]] = []
-
-
-def _scorer_for(settings: ScoringSettings, scorer_type: Any, registry_type: Any) -> Any:
-    """The scorer for ``settings``, built once for a worker's run (its profiles with it)."""
-    if _last_scorer and _last_scorer[0][0] is settings:
-        return _last_scorer[0][1]
-    registry = registry_type({profile.name: profile for profile in settings.profiles})
-    scorer = scorer_type(embedder=None, profiles=registry, batch_size=BATCH_RECORDS)
-    _last_scorer[:] = [(settings, scorer)]
-    return scorer
+        units.append(ScoredUnit(conversion.records, scored, conversion.problems, conversion.format))
+    return units
 
 
 def _pack(record: InputRecord) -> _Packed:
@@ -198,41 +195,31 @@ def _unpack(packed: Sequence[_Packed]) -> list[InputRecord]:
     ]
 
 
-def _to_wire(conversions: list[Conversion]) -> list[tuple[Any, ...]]:
-    """Conversions, compact: a converted unit's records are only counted, not sent back."""
+def _to_wire(units: list[ScoredUnit]) -> list[tuple[Any, ...]]:
+    """Units, compact: a converted unit's records are only counted, not sent back."""
     wire: list[tuple[Any, ...]] = []
-    for conversion in conversions:
-        if conversion.problems:
-            wire.append((conversion.records, conversion.problems, conversion.traces))
+    for unit in units:
+        if unit.problems:
+            wire.append((unit.records, unit.problems, unit.traces))
         else:
-            wire.append((len(conversion.records), None, conversion.traces))
+            wire.append((len(unit.records), None, unit.traces))
     return wire
-
-
-class _ScoredUnit(NamedTuple):
-    """A :class:`~knowledgepulse.importers.Conversion` as it comes back from a worker: the
-    same fields, lighter to make (one per record, in the reading process)."""
-
-    records: Sequence[Any]
-    traces: list[ScoredTrace]
-    problems: list[str]
-    format: str
 
 
 _ONE_CONVERTED: tuple[Any, ...] = (None,)
 
 
-def _from_wire(wire: list[tuple[Any, ...]]) -> Iterator[Conversion]:
+def _from_wire(wire: list[tuple[Any, ...]]) -> Iterator[ScoredUnit]:
     for records, problems, traces in wire:
-        if problems is None:  # converted: only the count of its records matters here
+        if problems is None:
             count = _ONE_CONVERTED if records == 1 else (None,) * records
-            yield _ScoredUnit(count, traces, [], "trace")  # type: ignore[misc]
+            yield ScoredUnit(count, traces, [], "trace")
         else:
-            yield _ScoredUnit(records, traces, problems, "trace")  # type: ignore[misc]
+            yield ScoredUnit(records, traces, problems, "trace")
 
 
 def _serve(connection: Connection, settings: ScoringSettings) -> None:
-    """A worker: score each batch received and send the conversions back, until EOF."""
+    """A worker: score each batch received and send the units back, until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: kp stops us
     gc.freeze()
     gc.set_threshold(100_000, 10, 10)  # the batches hold no cycles (see kp's own setting)
@@ -241,8 +228,8 @@ def _serve(connection: Connection, settings: ScoringSettings) -> None:
             message = connection.recv_bytes()
         except (EOFError, OSError):
             return
-        conversions = score_records(_unpack(pickle.loads(message)), settings)
-        connection.send_bytes(pickle.dumps(_to_wire(conversions), protocol=pickle.HIGHEST_PROTOCOL))
+        units = score_records(_unpack(pickle.loads(message)), settings)
+        connection.send_bytes(pickle.dumps(_to_wire(units), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 # -- the pool, seen from the reading process ---------------------------------------------------
@@ -290,7 +277,7 @@ def score_records_in_workers(
     workers: int,
     *,
     on_worker_lost: Callable[[str], None] | None = None,
-) -> Iterator[Conversion]:
+) -> Iterator[ScoredUnit]:
     """:func:`score_records` over ``records``, spread over ``workers`` processes, in order.
 
     Args:
@@ -300,8 +287,8 @@ def score_records_in_workers(
         on_worker_lost: told (``"exit status 1"``, ``"killed by signal 9"``) when a worker
             dies; its batch and the rest are then scored in this process.
 
-    Conversions come in input order, as from :func:`score_records`; records are read ahead
-    of the conversions taken by at most ``workers + 1`` batches. Closing the iterator (or an
+    Units come in input order, as from :func:`score_records`; records are read ahead
+    of the units taken by at most ``workers + 1`` batches. Closing the iterator (or an
     exception in the caller) stops the workers.
     """
     import multiprocessing
@@ -330,7 +317,7 @@ def _in_order(
     batches: Iterator[list[_Packed]],
     settings: ScoringSettings,
     on_worker_lost: Callable[[str], None] | None,
-) -> Iterator[Conversion]:
+) -> Iterator[ScoredUnit]:
     # Each worker holds at most one batch: with two, a worker blocked sending its results
     # while this process is blocked sending it the next batch would wait for ever.
     idle = deque(pool)
