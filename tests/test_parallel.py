@@ -165,9 +165,13 @@ def test_workers_chosen_by_size_and_cpus(tmp_path: Path, monkeypatch: pytest.Mon
     packed.write_bytes(b"x" * 1000)
     monkeypatch.setattr(_parallel, "AUTO_MIN_BYTES", 5000)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.4, 0.0, 0.0))
     assert choose_workers(None, [str(small)]) == 0
     assert choose_workers(None, [str(packed)]) == 3  # a .gz counts 6 times its size
     assert choose_workers(None, [str(packed), "-"]) == 0  # standard input: never
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.5, 0.0, 0.0))  # 1.5 per CPU: busy
+    assert choose_workers(None, [str(packed)]) == 0
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert choose_workers(None, [str(packed)]) == 0
     monkeypatch.setenv(WORKERS_ENV, "4")
