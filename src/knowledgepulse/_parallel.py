@@ -48,9 +48,10 @@ __all__ = [
 
 #: Sets the worker count when ``--workers`` is not given (``0``: in process).
 WORKERS_ENV = "KNOWLEDGEPULSE_WORKERS"
-#: Below this much JSON to read, a run is scored in process: starting the workers (a fork
-#: server importing the schema, ~0.3 CPU s) costs more than they save.
-AUTO_MIN_BYTES = 16 << 20
+#: Below this much JSON to read (~3,000 realistic traces), a run is scored in process:
+#: starting the workers (a fork server importing the schema, ~0.3 CPU s) and the ~1.3× CPU
+#: they spend per trace cost more than they save on 2 cores.
+AUTO_MIN_BYTES = 32 << 20
 #: A ``.gz`` input is counted at this many times its size (JSON traces compress ~7×).
 GZIP_RATIO = 6
 #: Most workers chosen automatically: past this, the reading process is the bound.

@@ -19,7 +19,7 @@ def engine_options(function: F) -> F:
         metavar="N",
         help="With --engine ray: embedding workers (default: one per CPU of the cluster). "
         "kp score without an embedder: processes that validate and score (0 or 1: this "
-        "process; default: one per CPU for inputs of 16 MiB of JSON or more).",
+        "process; default: one per CPU for inputs of 32 MiB of JSON or more).",
     )(function)
     function = click.option(
         "--address",
