@@ -19,7 +19,8 @@ def engine_options(function: F) -> F:
         metavar="N",
         help="With --engine ray: embedding workers (default: one per CPU of the cluster). "
         "kp score without an embedder: processes that validate and score (0 or 1: this "
-        "process; default: one per CPU for inputs of 32 MiB of JSON or more).",
+        "process; default: one per CPU for inputs of 32 MiB of JSON or more, unless the "
+        "CPUs are busy).",
     )(function)
     function = click.option(
         "--address",
