@@ -262,7 +262,7 @@ class _Worker:
 
     def receive(self) -> bytes | None:
         try:
-            return bytes(self.connection.recv_bytes())
+            return self.connection.recv_bytes()
         except (EOFError, OSError):
             return None
 
