@@ -262,9 +262,10 @@ class _Worker:
 
     def receive(self) -> bytes | None:
         try:
-            return self.connection.recv_bytes()
+            answer: bytes = self.connection.recv_bytes()
         except (EOFError, OSError):
             return None
+        return answer
 
     def why_lost(self) -> str:
         self.process.join(timeout=1.0)
