@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from _helpers import make_trace
+from knowledgepulse._parallel import WORKERS_ENV
 from knowledgepulse.cli import main
 
 DEEP = "nested deeper than 200 levels (the limit)"
@@ -76,6 +77,13 @@ def trace_line(number: int, **changes: Any) -> str:
 
 def kp_command() -> list[str]:
     return [sys.executable, "-m", "knowledgepulse"]
+
+
+@pytest.fixture(params=["0", "2"], ids=["in-process", "2-workers"])
+def score_workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run ``kp score`` in process, then on two worker processes (child processes too)."""
+    monkeypatch.setenv(WORKERS_ENV, request.param)
+    return str(request.param)
 
 
 def kp_env() -> dict[str, str]:
@@ -237,6 +245,7 @@ def lines_read(counts: Accounting) -> tuple[list[int], list[int]]:
     return broken, valid
 
 
+@pytest.mark.usefixtures("score_workers")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_score_stopped_by_a_signal_accounts_for_every_record(
     big_file: Path, tmp_path: Path, sig: int
@@ -247,6 +256,7 @@ def test_score_stopped_by_a_signal_accounts_for_every_record(
     check_interrupted_score(finished, out_path, rejects_path)
 
 
+@pytest.mark.usefixtures("score_workers")
 def test_gzip_output_killed_by_sigterm_decompresses_to_whole_lines(
     big_file: Path, tmp_path: Path
 ) -> None:
@@ -352,12 +362,14 @@ def three_thousand_traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.usefixtures("score_workers")
 def test_score_into_a_closed_pipe_ends_quietly(three_thousand_traces: Path) -> None:
     _, first, stderr = first_line_then_close(["score", "-q"], three_thousand_traces)
     assert json.loads(first)["id"] == "kp:trace:1"
     assert stderr == ""
 
 
+@pytest.mark.usefixtures("score_workers")
 def test_score_into_a_closed_pipe_exits_0(three_thousand_traces: Path) -> None:
     code, _, _ = first_line_then_close(["score", "-q"], three_thousand_traces)
     assert code == 0
@@ -371,6 +383,7 @@ def max_errors_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.usefixtures("score_workers")
 def test_max_errors_stops_score_and_the_accounting_adds_up(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -396,6 +409,7 @@ def test_max_errors_stops_score_and_the_accounting_adds_up(
     assert [r["line"] for r in json_lines(rejects_path)] == [6, 16, 26]
 
 
+@pytest.mark.usefixtures("score_workers")
 @pytest.mark.parametrize(
     "args",
     [
@@ -428,6 +442,7 @@ def test_max_errors_stop_is_said_even_when_nothing_read_is_left(
     assert "stopped by --max-errors" in err
 
 
+@pytest.mark.usefixtures("score_workers")
 def test_rejection_lines_are_printed_as_they_are(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -661,6 +676,7 @@ def fuzz_file(seed: int) -> FuzzFile:
     return FuzzFile(b"\n".join(lines) + b"\n", accepted, rejected)
 
 
+@pytest.mark.usefixtures("score_workers")
 @pytest.mark.parametrize(
     ("seed", "suffix"),
     [(1, ".jsonl"), (2, ".jsonl"), (3, ".jsonl"), (1, ".jsonl.gz"), (2, ".json")],

@@ -190,10 +190,20 @@ def _stdin_bytes(stdin: IO[bytes] | IO[str] | None) -> IO[bytes]:
     return stream  # type: ignore[no-any-return]
 
 
+#: Decompressed bytes a ``.gz`` reader hands over at a time.
+GZIP_READ_BYTES = 1 << 17
+
+
 def _open_binary(name: str) -> BinaryIO:
     handle: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed by the caller's with
     if name.lower().endswith(".gz"):
-        return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+        # GzipFile's reader, buffered by 128 KiB instead of 8: a 10 KiB line then costs one
+        # pass through its Python code, not two (a quarter of the time of reading a .gz line).
+        # One decompression per fill, as GzipFile does, so a break loses no whole line.
+        reader = getattr(gzip, "_GzipReader", None)
+        if reader is None:
+            return gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[return-value]
+        return io.BufferedReader(reader(handle), buffer_size=GZIP_READ_BYTES)
     return handle
 
 

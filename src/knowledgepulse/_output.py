@@ -27,9 +27,13 @@ class OutputClosed(Exception):
     """Standard output was closed by its reader (``kp score … | head``): stop, quietly."""
 
 
+#: One encoder for every line: ``json.dumps`` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(record: Any) -> str:
     """One compact JSON line (no newline), UTF-8 text kept as is."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(record)
 
 
 class LineWriter:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
@@ -318,7 +318,7 @@ class Run:
 
 def read_conversions(
     files: Sequence[str], source_format: str, options: Any, run: Run, reader: Any = None
-) -> Iterator[Any]:
+) -> Generator[Any, None, None]:
     """Conversions that produced traces (0..n each); rejected ones go to the tally.
 
     When records fail as ReasoningTraces but look like a log format knowledgepulse imports,

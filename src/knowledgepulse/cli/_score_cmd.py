@@ -137,7 +137,7 @@ def score_command(
         raise click.UsageError("--accepted needs --threshold")
     if table and output is None:
         raise click.UsageError("--table prints on stdout: give -o FILE for the JSON lines")
-    check_engine(engine, address, workers)
+    check_engine(engine, address, workers, local_workers=True)
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, accepted=accepted, rejects=rejects, junit=junit)
     options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
@@ -191,41 +191,61 @@ def score_command(
             max_errors=max_errors,
             console=console,
         )
+        processes = _worker_processes(workers, files, engine, source_format, embedder, sinks)
         with run:
-            tally = run.tally
-            for conversion, trace, score in scorer.iter_scores(
-                _traces_with_conversion(
-                    read_conversions(files, source_format, options, run, reader), run
-                ),
-                payload=True,
-                where=lambda conversion: conversion.records[0].where,
-            ):
-                added += score.stored == "added"
-                record = conversion.records[0] if len(conversion.records) == 1 else None
-                line = ScoreRecord.data_of(
-                    score,
-                    trace,
-                    source=conversion.records[0].source,
-                    line=conversion.records[0].line,
-                    index=record.index if record is not None else None,
+            if processes:
+                from ._score_workers import write_scores_from_workers
+
+                write_scores_from_workers(
+                    files,
+                    options,
+                    run,
+                    workers=processes,
+                    profiles=registry,
                     threshold=threshold,
+                    out=out,
+                    accepted_out=accepted_out,
+                    summary=summary,
+                    table_rows=rows if table else None,
+                    table_row=_table_row,
                 )
-                if sinks.active:  # JUnit, OTel events, grouping: they take the record
-                    line = sinks.add_score(trace, score, ScoreRecord.model_validate(line)).to_dict()
-                passed = line.get("passed")
-                with _signals_held():
-                    out.write_json(line)
-                    if passed and accepted_out is not None:
-                        data = trace.to_dict()
-                        data["metadata"]["quality_score"] = score.value
-                        accepted_out.write_json(data)
-                    traces_written += 1
-                    if trace is conversion.traces[-1] and not conversion.problems:
-                        tally.processed += len(conversion.records)
-                if table:
-                    rows.append(_table_row(ScoreRecord.model_validate(line)))
-                summary.add(line["score"], line["domain"], passed)
-                run.step()
+            else:
+                tally = run.tally
+                for conversion, trace, score in scorer.iter_scores(
+                    _traces_with_conversion(
+                        read_conversions(files, source_format, options, run, reader), run
+                    ),
+                    payload=True,
+                    where=lambda conversion: conversion.records[0].where,
+                ):
+                    added += score.stored == "added"
+                    record = conversion.records[0] if len(conversion.records) == 1 else None
+                    line = ScoreRecord.data_of(
+                        score,
+                        trace,
+                        source=conversion.records[0].source,
+                        line=conversion.records[0].line,
+                        index=record.index if record is not None else None,
+                        threshold=threshold,
+                    )
+                    if sinks.active:  # JUnit, OTel events, grouping: they take the record
+                        line = sinks.add_score(
+                            trace, score, ScoreRecord.model_validate(line)
+                        ).to_dict()
+                    passed = line.get("passed")
+                    with _signals_held():
+                        out.write_json(line)
+                        if passed and accepted_out is not None:
+                            data = trace.to_dict()
+                            data["metadata"]["quality_score"] = score.value
+                            accepted_out.write_json(data)
+                        traces_written += 1
+                        if trace is conversion.traces[-1] and not conversion.problems:
+                            tally.processed += len(conversion.records)
+                    if table:
+                        rows.append(_table_row(ScoreRecord.model_validate(line)))
+                    summary.add(line["score"], line["domain"], passed)
+                    run.step()
         out.flush()
     tally = run.tally
     if table:
@@ -246,6 +266,40 @@ def _print_summary(console: Any, summary: Any, tally: Any) -> None:
     elapsed = tally.elapsed
     rate = summary.count / elapsed if elapsed > 0 else 0.0
     console.print(f"took {elapsed:.2f} s ({rate:,.0f} traces/s)", highlight=False)
+
+
+def _worker_processes(
+    requested: int | None,
+    files: list[str],
+    engine: str,
+    source_format: str,
+    embedder: Any,
+    sinks: ResultSinks,
+) -> int:
+    """Worker processes for this run (0: in process); ``--workers`` where they cannot be used
+    is a usage error.
+
+    Only traces scored independently of each other can be: no embedder (novelty depends on
+    what came before), no knowledge base (it needs the embedder), ReasoningTrace records (other
+    formats may group records over a file), no JUnit, OTel or grouping sink (they take the
+    validated records here).
+    """
+    from .._parallel import choose_workers
+
+    if engine == "ray":
+        return 0
+    why_not = None
+    if embedder is not None:
+        why_not = "it scores without an embedder: add --no-embed"
+    elif source_format != "trace":
+        why_not = "it reads ReasoningTrace records, not --from " + source_format
+    elif sinks.active:
+        why_not = "it cannot be used with --junit, --group-by or --otel-endpoint"
+    if why_not is not None:
+        if requested is not None and requested > 1:
+            raise click.UsageError(f"--workers {requested} with --engine local: {why_not}")
+        return 0
+    return choose_workers(requested, files)
 
 
 def _traces_with_conversion(conversions: Any, run: Run) -> Any:

@@ -15,9 +15,12 @@ def engine_options(function: F) -> F:
     """``--engine local|ray``, ``--address ADDR`` and ``--workers N``."""
     function = click.option(
         "--workers",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=0),
         metavar="N",
-        help="With --engine ray: embedding workers (default: one per CPU of the cluster).",
+        help="With --engine ray: embedding workers (default: one per CPU of the cluster). "
+        "kp score without an embedder: processes that validate and score (0 or 1: this "
+        "process; default: one per CPU for inputs of 32 MiB of JSON or more, unless the "
+        "CPUs are busy).",
     )(function)
     function = click.option(
         "--address",
@@ -34,10 +37,15 @@ def engine_options(function: F) -> F:
     )(function)
 
 
-def check_engine(engine: str, address: str | None, workers: int | None) -> None:
-    """Refuse --address and --workers without --engine ray (a usage error)."""
-    if engine != "ray" and (address is not None or workers is not None):
+def check_engine(
+    engine: str, address: str | None, workers: int | None, *, local_workers: bool = False
+) -> None:
+    """Refuse --address without --engine ray, and --workers too unless the command has
+    ``local_workers`` (a usage error); Ray needs at least one worker."""
+    if engine != "ray" and (address is not None or (workers is not None and not local_workers)):
         raise click.UsageError("--address and --workers go with --engine ray")
+    if engine == "ray" and workers == 0:
+        raise click.UsageError("--workers with --engine ray: at least 1")
 
 
 def _connect(stack: ExitStack, address: str | None) -> Any:
