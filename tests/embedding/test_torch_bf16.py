@@ -45,3 +45,13 @@ def test_agrees_with_fp32_embedder(reference: tuple[list[str], np.ndarray]) -> N
     bf16 = MiniLMBf16Embedder(batch_size=8).embed(sentences)
     cosines = np.sum(bf16 * MiniLMEmbedder().embed(sentences), axis=1)
     assert cosines.min() >= MIN_COSINE
+
+
+def test_cpu_path_names_the_kernel_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    flags = {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
+    monkeypatch.setattr(_torch_bf16, "_cpu_flags", lambda: frozenset(flags))
+    assert _torch_bf16.bf16_cpu_path().name == "amx"
+    flags.discard("amx_tile")  # AMX-BF16 without the tile unit enabled: not usable
+    assert _torch_bf16.bf16_cpu_path().name == "avx512_bf16"
+    flags.discard("avx512_bf16")
+    assert _torch_bf16.bf16_cpu_path().name == "none"

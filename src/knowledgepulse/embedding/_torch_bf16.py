@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,9 @@ from ._windows import MAX_WINDOWS, batches_by_tokens
 
 __all__ = [
     "FAST_INSTALL_HINT",
+    "Bf16CpuPath",
     "MiniLMBf16Embedder",
+    "bf16_cpu_path",
     "check_bf16_runtime",
     "cpu_has_native_bf16",
 ]
@@ -69,6 +72,30 @@ def _cpu_flags() -> frozenset[str]:
 def cpu_has_native_bf16() -> bool:
     """True if the CPU has native bfloat16 dot products (AVX512-BF16 or AMX-BF16)."""
     return bool(_cpu_flags() & _BF16_FLAGS)
+
+
+@dataclass(frozen=True)
+class Bf16CpuPath:
+    """Which bf16 GEMM kernels oneDNN runs on this CPU, and the CPU flags that say so.
+
+    ``name`` is ``"amx"`` (AMX-BF16 tile units), ``"avx512_bf16"`` (AVX-512 bf16 dot
+    products) or ``"none"`` (bf16 emulated in fp32 units: slower than fp32).
+    """
+
+    name: Literal["amx", "avx512_bf16", "none"]
+    reason: str
+
+
+def bf16_cpu_path() -> Bf16CpuPath:
+    """The bf16 kernel family this CPU gives oneDNN, from /proc/cpuinfo's flags."""
+    flags = _cpu_flags()
+    if {"amx_bf16", "amx_tile"} <= flags:
+        return Bf16CpuPath("amx", "CPU flags amx_bf16 and amx_tile: AMX tile GEMMs")
+    if "avx512_bf16" in flags:
+        return Bf16CpuPath(
+            "avx512_bf16", "CPU flag avx512_bf16 (no AMX): AVX-512 bf16 dot products"
+        )
+    return Bf16CpuPath("none", "no amx_bf16 or avx512_bf16 flag: bf16 is emulated")
 
 
 def check_bf16_runtime() -> None:
