@@ -55,3 +55,26 @@ def test_cpu_path_names_the_kernel_family(monkeypatch: pytest.MonkeyPatch) -> No
     assert _torch_bf16.bf16_cpu_path().name == "avx512_bf16"
     flags.discard("avx512_bf16")
     assert _torch_bf16.bf16_cpu_path().name == "none"
+
+
+@pytest.mark.embedder
+@pytest.mark.skipif(not (BF16_READY and ONNX_READY), reason="needs both embedders installed")
+def test_weights_are_prepacked_only_on_amx(
+    monkeypatch: pytest.MonkeyPatch, reference: tuple[list[str], np.ndarray]
+) -> None:
+    sentences, _ = reference
+    packed = MiniLMBf16Embedder(batch_size=8, windowing="first_window")
+    model = packed._model()  # loaded with this CPU's own path
+    monkeypatch.setattr(
+        _torch_bf16, "bf16_cpu_path", lambda: _torch_bf16.Bf16CpuPath("avx512_bf16", "test")
+    )
+    plain = MiniLMBf16Embedder(batch_size=8, windowing="first_window")
+    assert plain._model().prepacked is False
+    if model.cpu_path.name != "amx":
+        pytest.skip("this CPU has no AMX")
+    assert model.prepacked is True
+    # Packing changes the weights' layout and the kernels' summation order, nothing else.
+    vectors = packed.embed(sentences)
+    assert np.sum(vectors * plain.embed(sentences), axis=1).min() >= 0.9999
+    fp32 = MiniLMEmbedder(windowing="first_window").embed(sentences)
+    assert np.sum(vectors * fp32, axis=1).min() >= MIN_COSINE
