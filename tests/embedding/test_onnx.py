@@ -108,3 +108,21 @@ def test_output_format_and_batching(reference: tuple[list[str], np.ndarray]) -> 
     one_by_one = np.concatenate([embedder.embed([t]) for t in texts])
     assert np.allclose(got, one_by_one, atol=1e-5)
     assert embedder.embed(tuple(texts[:3])).shape == (3, 384)
+
+
+@needs_model
+def test_session_keeps_its_own_copy_of_the_weights() -> None:
+    # The embedder drops its arrays once the session exists: that is only safe while ONNX
+    # Runtime copies external initializers instead of reading the caller's buffers.
+    ort: Any = importlib.import_module("onnxruntime")
+    model_dir = _minilm.resolve_model_dir(None)[0]
+    assert model_dir is not None
+    weights = _onnx._weights_as_ortvalues(ort, model_dir)
+    session = _onnx._session(ort, weights, threads=1)
+    feed = {"input_ids": np.array([[101, 7592, 2088, 102]]), "attention_mask": np.ones((1, 4))}
+    feed["attention_mask"] = feed["attention_mask"].astype(np.int64)
+    before = session.run(["sentence_embedding"], feed)[0]
+    for value in weights.values():
+        value.numpy()[...] = 0.5  # the same memory the OrtValue was made from
+    after = session.run(["sentence_embedding"], feed)[0]
+    assert np.array_equal(before, after)

@@ -45,3 +45,36 @@ def test_agrees_with_fp32_embedder(reference: tuple[list[str], np.ndarray]) -> N
     bf16 = MiniLMBf16Embedder(batch_size=8).embed(sentences)
     cosines = np.sum(bf16 * MiniLMEmbedder().embed(sentences), axis=1)
     assert cosines.min() >= MIN_COSINE
+
+
+def test_cpu_path_names_the_kernel_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    flags = {"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
+    monkeypatch.setattr(_torch_bf16, "_cpu_flags", lambda: frozenset(flags))
+    assert _torch_bf16.bf16_cpu_path().name == "amx"
+    flags.discard("amx_tile")  # AMX-BF16 without the tile unit enabled: not usable
+    assert _torch_bf16.bf16_cpu_path().name == "avx512_bf16"
+    flags.discard("avx512_bf16")
+    assert _torch_bf16.bf16_cpu_path().name == "none"
+
+
+@pytest.mark.embedder
+@pytest.mark.skipif(not (BF16_READY and ONNX_READY), reason="needs both embedders installed")
+def test_weights_are_prepacked_only_on_amx(
+    monkeypatch: pytest.MonkeyPatch, reference: tuple[list[str], np.ndarray]
+) -> None:
+    sentences, _ = reference
+    packed = MiniLMBf16Embedder(batch_size=8, windowing="first_window")
+    model = packed._model()  # loaded with this CPU's own path
+    monkeypatch.setattr(
+        _torch_bf16, "bf16_cpu_path", lambda: _torch_bf16.Bf16CpuPath("avx512_bf16", "test")
+    )
+    plain = MiniLMBf16Embedder(batch_size=8, windowing="first_window")
+    assert plain._model().prepacked is False
+    if model.cpu_path.name != "amx":
+        pytest.skip("this CPU has no AMX")
+    assert model.prepacked is True
+    # Packing changes the weights' layout and the kernels' summation order, nothing else.
+    vectors = packed.embed(sentences)
+    assert np.sum(vectors * plain.embed(sentences), axis=1).min() >= 0.9999
+    fp32 = MiniLMEmbedder(windowing="first_window").embed(sentences)
+    assert np.sum(vectors * fp32, axis=1).min() >= MIN_COSINE

