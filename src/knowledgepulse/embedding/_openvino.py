@@ -151,9 +151,7 @@ def _build_encoder(ov: Any, ops: Any, weights: dict[str, npt.NDArray[np.float32]
 class _LoadedOpenVINO:
     """Tokenizer + compiled model; one inference request per calling thread."""
 
-    def __init__(
-        self, model_dir: Path, *, threads: int, precision: str, hint: str
-    ) -> None:
+    def __init__(self, model_dir: Path, threads: int, precision: str, hint: str) -> None:
         ov: Any = importlib.import_module("openvino")
         ops: Any = importlib.import_module("openvino.opset13")
         st_numpy: Any = importlib.import_module("safetensors.numpy")
@@ -271,9 +269,7 @@ class MiniLMOpenVINOEmbedder(LazyMiniLM[_LoadedOpenVINO]):
         check_openvino_runtime()
         model_dir = require_model_dir(self._model_dir_arg, _FEATURE)
         threads = self.threads if self.threads is not None else _available_cores()
-        return _LoadedOpenVINO(
-            model_dir, threads=threads, precision=self.precision, hint=self.performance_hint
-        )
+        return _LoadedOpenVINO(model_dir, threads, self.precision, self.performance_hint)
 
     def _encode_windows(
         self, model: _LoadedOpenVINO, windows: list[npt.NDArray[np.int64]]
