@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _corpus, _windowing
+from ._embedders import bench_default_embedder, sentence_transformers_run
 from ._matmul import measure_matmul_gflops
 
 # FLOPs of one all-MiniLM-L6-v2 pass per token: 6 layers of QKV, attention output and FFN
@@ -201,7 +202,8 @@ def bench_bulk(quick: bool) -> None:
     traces = _corpus.traces_with_objectives(texts, "b")
     note = f"{count} texts of {statistics.mean(tokens):.0f} tokens, {flops / 1e6:.0f} MFLOP each"
 
-    st = sentence_transformers_rate(texts, quick)
+    reference = sentence_transformers_run(texts, 2 if quick else 3)
+    st = None if reference is None else reference[0]
     if st is None:
         report(
             Figure(
@@ -222,6 +224,8 @@ def bench_bulk(quick: bool) -> None:
                 note=note,
             )
         )
+
+    bench_default_embedder(texts, reference, quick)
 
     embedders = _embedders_to_measure(embedding.MiniLMEmbedder())
     bulk_choice = embedding.choose_embedder("auto", bulk=True)
@@ -310,43 +314,6 @@ def matmul_gflops(precision: str) -> tuple[float, str]:
         for k, n in ((384, 1536), (1536, 384))
     )
     return best, backend
-
-
-def sentence_transformers_rate(texts: list[str], quick: bool) -> float | None:
-    python = os.environ.get("KP_BENCH_ST_PYTHON", sys.executable)
-    script = r"""
-import json, sys, time, os
-os.environ["HF_HUB_OFFLINE"] = "1"
-import torch
-torch.set_num_threads(2)
-from sentence_transformers import SentenceTransformer
-texts = json.load(open(sys.argv[1]))
-model = SentenceTransformer(sys.argv[2], device="cpu")
-model.encode(texts[:64], batch_size=32)
-best = None
-for _ in range(int(sys.argv[3])):
-    t = time.perf_counter(); model.encode(texts, batch_size=32); d = time.perf_counter() - t
-    best = d if best is None else min(best, d)
-print(len(texts) / best)
-"""
-    from knowledgepulse.embedding._minilm import resolve_model_dir
-
-    model_dir, _ = resolve_model_dir(None)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "texts.json"
-        path.write_text(json.dumps(texts))
-        try:
-            out = subprocess.run(
-                [python, "-c", script, str(path), str(model_dir), "2" if quick else "3"],
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    if out.returncode != 0:
-        return None
-    return float(out.stdout.strip().splitlines()[-1])
 
 
 def bench_cli(quick: bool) -> None:
