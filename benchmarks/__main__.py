@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _corpus, _windowing
-from ._embedders import bench_default_embedder, sentence_transformers_run
+from ._embedders import SentenceTransformersReference, bench_default_embedder
 from ._matmul import measure_matmul_gflops
 
 # FLOPs of one all-MiniLM-L6-v2 pass per token: 6 layers of QKV, attention output and FFN
@@ -121,13 +121,20 @@ def bench_embedder(quick: bool) -> dict[str, Any]:
     import knowledgepulse as kp
 
     code = (
-        "import time; t = time.perf_counter(); from knowledgepulse.embedding import MiniLMEmbedder; "
-        "e = MiniLMEmbedder(); e.warm_up(); print(time.perf_counter() - t)"
+        "import time; t = time.perf_counter(); from knowledgepulse.embedding import choose_embedder; "
+        "e = choose_embedder('auto').embedder; e.warm_up(); print(time.perf_counter() - t, e.name)"
     )
-    load = float(
-        subprocess.check_output([sys.executable, "-c", code], text=True).strip().splitlines()[-1]
+    out = subprocess.check_output([sys.executable, "-c", code], text=True).strip().splitlines()
+    load, default_name = out[-1].split(" ", 1)
+    report(
+        Figure(
+            "default model load (fresh process, import + warm-up)",
+            float(load) * 1e3,
+            "ms",
+            1000,
+            note=default_name,
+        )
     )
-    report(Figure("default model load (fresh process, import + warm-up)", load * 1e3, "ms", 1000))
 
     tokenizer = _corpus.tokenizer()
     examples = [kp.ReasoningTrace.model_validate(t) for t in _corpus.example_traces()]
@@ -136,6 +143,9 @@ def bench_embedder(quick: bool) -> dict[str, Any]:
     short = _corpus.traces_with_objectives(texts, "s")
     rounds = 2 if quick else 5
     embedders = _embedders_to_measure(embedding.default_embedder())
+    default = embedding.choose_embedder("auto").embedder
+    if default is not None and default not in embedders:
+        embedders.insert(0, default)
     cases = [
         (embedder, label, traces, target)
         for label, traces, target in (
@@ -202,30 +212,12 @@ def bench_bulk(quick: bool) -> None:
     traces = _corpus.traces_with_objectives(texts, "b")
     note = f"{count} texts of {statistics.mean(tokens):.0f} tokens, {flops / 1e6:.0f} MFLOP each"
 
-    reference = sentence_transformers_run(texts, 2 if quick else 3)
-    st = None if reference is None else reference[0]
-    if st is None:
-        report(
-            Figure(
-                "sentence-transformers fp32 (batch 32, 2 threads)",
-                None,
-                "texts/s",
-                note="not installed here (make bench installs it; or set KP_BENCH_ST_PYTHON)",
-            )
-        )
-    else:
-        report(
-            Figure(
-                "sentence-transformers fp32 (batch 32, 2 threads), same texts",
-                st,
-                "texts/s",
-                None,
-                lower_is_better=False,
-                note=note,
-            )
-        )
-
-    bench_default_embedder(texts, reference, quick)
+    reference = SentenceTransformersReference.start(texts)
+    try:
+        st = bench_default_embedder(texts, reference, quick, note)
+    finally:
+        if reference is not None:
+            reference.close()
 
     embedders = _embedders_to_measure(embedding.MiniLMEmbedder())
     bulk_choice = embedding.choose_embedder("auto", bulk=True)
