@@ -194,7 +194,7 @@ class _LoadedOpenVINO:
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(token_ids), _HIDDEN), dtype=np.float32)
         for chunk in batches_by_tokens(order, lengths, batch_size, max_tokens):
-            width = int(lengths[chunk[-1]])
+            width = int(lengths[chunk].max())
             ids = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, idx in enumerate(chunk):
