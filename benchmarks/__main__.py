@@ -27,6 +27,7 @@ from typing import Any
 from knowledgepulse.embedding._torch_bf16 import bf16_cpu_path, check_bf16_runtime
 
 from . import _corpus, _windowing
+from ._embedders import SentenceTransformersReference, bench_default_embedder
 from ._matmul import measure_matmul_gflops
 
 # FLOPs of one all-MiniLM-L6-v2 pass per token: 6 layers of QKV, attention output and FFN
@@ -122,13 +123,20 @@ def bench_embedder(quick: bool) -> dict[str, Any]:
     import knowledgepulse as kp
 
     code = (
-        "import time; t = time.perf_counter(); from knowledgepulse.embedding import MiniLMEmbedder; "
-        "e = MiniLMEmbedder(); e.warm_up(); print(time.perf_counter() - t)"
+        "import time; t = time.perf_counter(); from knowledgepulse.embedding import choose_embedder; "
+        "e = choose_embedder('auto').embedder; e.warm_up(); print(time.perf_counter() - t, e.name)"
     )
-    load = float(
-        subprocess.check_output([sys.executable, "-c", code], text=True).strip().splitlines()[-1]
+    out = subprocess.check_output([sys.executable, "-c", code], text=True).strip().splitlines()
+    load, default_name = out[-1].split(" ", 1)
+    report(
+        Figure(
+            "default model load (fresh process, import + warm-up)",
+            float(load) * 1e3,
+            "ms",
+            1000,
+            note=default_name,
+        )
     )
-    report(Figure("default model load (fresh process, import + warm-up)", load * 1e3, "ms", 1000))
 
     tokenizer = _corpus.tokenizer()
     examples = [kp.ReasoningTrace.model_validate(t) for t in _corpus.example_traces()]
@@ -137,6 +145,9 @@ def bench_embedder(quick: bool) -> dict[str, Any]:
     short = _corpus.traces_with_objectives(texts, "s")
     rounds = 2 if quick else 5
     embedders = _embedders_to_measure(embedding.default_embedder())
+    default = embedding.choose_embedder("auto").embedder
+    if default is not None and default not in embedders:
+        embedders.insert(0, default)
     cases = [
         (embedder, label, traces, target)
         for label, traces, target in (
@@ -203,27 +214,12 @@ def bench_bulk(quick: bool) -> None:
     traces = _corpus.traces_with_objectives(texts, "b")
     note = f"{count} texts of {statistics.mean(tokens):.0f} tokens, {flops / 1e6:.0f} MFLOP each"
 
-    st = sentence_transformers_rate(texts, quick)
-    if st is None:
-        report(
-            Figure(
-                "sentence-transformers fp32 (batch 32, 2 threads)",
-                None,
-                "texts/s",
-                note="not installed here (make bench installs it; or set KP_BENCH_ST_PYTHON)",
-            )
-        )
-    else:
-        report(
-            Figure(
-                "sentence-transformers fp32 (batch 32, 2 threads), same texts",
-                st,
-                "texts/s",
-                None,
-                lower_is_better=False,
-                note=note,
-            )
-        )
+    reference = SentenceTransformersReference.start(texts)
+    try:
+        st = bench_default_embedder(texts, reference, quick, note)
+    finally:
+        if reference is not None:
+            reference.close()
 
     embedders = _embedders_to_measure(embedding.MiniLMEmbedder())
     bulk_choice = embedding.choose_embedder("auto", bulk=True)
@@ -324,43 +320,6 @@ def matmul_gflops(precision: str) -> tuple[float, str]:
         for k, n in ((384, 1536), (1536, 384))
     )
     return best, backend
-
-
-def sentence_transformers_rate(texts: list[str], quick: bool) -> float | None:
-    python = os.environ.get("KP_BENCH_ST_PYTHON", sys.executable)
-    script = r"""
-import json, sys, time, os
-os.environ["HF_HUB_OFFLINE"] = "1"
-import torch
-torch.set_num_threads(2)
-from sentence_transformers import SentenceTransformer
-texts = json.load(open(sys.argv[1]))
-model = SentenceTransformer(sys.argv[2], device="cpu")
-model.encode(texts[:64], batch_size=32)
-best = None
-for _ in range(int(sys.argv[3])):
-    t = time.perf_counter(); model.encode(texts, batch_size=32); d = time.perf_counter() - t
-    best = d if best is None else min(best, d)
-print(len(texts) / best)
-"""
-    from knowledgepulse.embedding._minilm import resolve_model_dir
-
-    model_dir, _ = resolve_model_dir(None)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "texts.json"
-        path.write_text(json.dumps(texts))
-        try:
-            out = subprocess.run(
-                [python, "-c", script, str(path), str(model_dir), "2" if quick else "3"],
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    if out.returncode != 0:
-        return None
-    return float(out.stdout.strip().splitlines()[-1])
 
 
 def bench_cli(quick: bool) -> None:

@@ -22,7 +22,7 @@ def loaded() -> dict[str, Any]:
     return {}
 
 
-@pytest.fixture(params=[kind_param("onnx"), kind_param("bf16")])
+@pytest.fixture(params=[kind_param(kind) for kind in KINDS])
 def embedder(request: pytest.FixtureRequest, loaded: dict[str, Any]) -> Any:
     """A loaded embedder of each kind (the test runs once per kind)."""
     kind: str = request.param
@@ -34,7 +34,7 @@ def embedder(request: pytest.FixtureRequest, loaded: dict[str, Any]) -> Any:
     return loaded[kind]
 
 
-@pytest.fixture(params=["onnx", "bf16"])
+@pytest.fixture(params=list(KINDS))
 def embedder_class(request: pytest.FixtureRequest) -> type[Any]:
     """Each embedder class, for tests that need no model."""
     return KINDS[request.param][0]

@@ -1,4 +1,4 @@
-"""The Embedder contract, checked for both MiniLM embedders (ONNX Runtime fp32 and torch bf16)."""
+"""The Embedder contract, checked for every MiniLM embedder (ONNX Runtime fp32, torch bf16, OpenVINO)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from knowledgepulse._errors import MissingDependencyError
 from knowledgepulse.embedding import (
     FAST_INSTALL_HINT,
     INSTALL_HINT,
+    OPENVINO_INSTALL_HINT,
     Embedder,
     EmbedderUnavailable,
     ModelDirectoryError,
     _onnx,
+    _openvino,
     _torch_bf16,
 )
 
@@ -27,8 +29,9 @@ from ._shared import KINDS, kind_param
 MIN_COSINE = 0.99  # observed: fp32 1 - 1e-6 or better, bf16 1 - cos <= 1.2e-4
 # Elementwise agreement with sentence-transformers; bf16 is only held to the cosine.
 ATOL = {"fp32": 1e-4, "bf16": None}
-MODULES = {"onnx": _onnx, "bf16": _torch_bf16}
-HINTS = {"onnx": INSTALL_HINT, "bf16": FAST_INSTALL_HINT}
+MODULES = {"onnx": _onnx, "bf16": _torch_bf16, "openvino": _openvino}
+HINTS = {"onnx": INSTALL_HINT, "bf16": FAST_INSTALL_HINT, "openvino": OPENVINO_INSTALL_HINT}
+LOADERS = {"onnx": "_LoadedMiniLM", "bf16": "_LoadedBf16", "openvino": "_LoadedOpenVINO"}
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -42,7 +45,8 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def test_import_does_not_load_runtime_libraries() -> None:
     code = (
         "import knowledgepulse.embedding, sys; "
-        "loaded = {'onnxruntime', 'tokenizers', 'safetensors', 'torch'} & set(sys.modules); "
+        "loaded = {'onnxruntime', 'openvino', 'tokenizers', 'safetensors', 'torch'} "
+        "& set(sys.modules); "
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -80,7 +84,7 @@ def test_bf16_rejects_a_zero_token_budget() -> None:
         KINDS["bf16"][0](max_batch_tokens=0)
 
 
-@pytest.mark.parametrize("kind", ["onnx", "bf16"])
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_missing_runtime_library_raises_with_install_hint(
     kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,7 +97,7 @@ def test_missing_runtime_library_raises_with_install_hint(
     assert HINTS[kind] in str(info.value)
 
 
-@pytest.mark.parametrize("kind", [kind_param("onnx"), kind_param("bf16")])
+@pytest.mark.parametrize("kind", [kind_param(kind) for kind in KINDS])
 def test_missing_model_dir_raises_with_install_hint(kind: str, tmp_path: Path) -> None:
     model = KINDS[kind][0](tmp_path / "nowhere")
     with pytest.raises(ModelDirectoryError) as info:
@@ -106,14 +110,14 @@ def test_missing_model_dir_raises_with_install_hint(kind: str, tmp_path: Path) -
     assert model.load_seconds is None
 
 
-@pytest.mark.parametrize("kind", [kind_param("onnx"), kind_param("bf16")])
+@pytest.mark.parametrize("kind", [kind_param(kind) for kind in KINDS])
 def test_model_dir_without_weights_names_the_file(kind: str, tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{}")
     with pytest.raises(ModelDirectoryError, match=r"has no model\.safetensors"):
         KINDS[kind][0](tmp_path).embed(["hello"])
 
 
-@pytest.mark.parametrize("kind", [kind_param("onnx"), kind_param("bf16")])
+@pytest.mark.parametrize("kind", [kind_param(kind) for kind in KINDS])
 def test_wrong_weights_are_a_model_directory_error(kind: str, tmp_path: Path) -> None:
     from safetensors.numpy import save_file
 
@@ -206,10 +210,10 @@ def test_similarity_sanity(embedder: Any) -> None:
 
 
 @pytest.mark.embedder
-@pytest.mark.parametrize("kind", [kind_param("onnx"), kind_param("bf16")])
+@pytest.mark.parametrize("kind", [kind_param(kind) for kind in KINDS])
 def test_loads_once_under_concurrency(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module = MODULES[kind]
-    loader_name = "_LoadedMiniLM" if kind == "onnx" else "_LoadedBf16"
+    loader_name = LOADERS[kind]
     real_loader = getattr(module, loader_name)
     calls = 0
 
@@ -219,7 +223,7 @@ def test_loads_once_under_concurrency(kind: str, monkeypatch: pytest.MonkeyPatch
         return real_loader(*args)
 
     monkeypatch.setattr(module, loader_name, counting_loader)
-    model = KINDS[kind][0](threads=1 if kind == "onnx" else None, batch_size=4)
+    model = KINDS[kind][0](threads=None if kind == "bf16" else 1, batch_size=4)
     barrier = threading.Barrier(4)
     results: list[np.ndarray] = []
     errors: list[BaseException] = []

@@ -14,14 +14,18 @@ import knowledgepulse as kp
 from knowledgepulse.embedding import (
     EMBEDDER_ENV,
     FAST_DISABLE_ENV,
+    FAST_INSTALL_HINT,
     INSTALL_HINT,
     MODEL_DIR_ENV,
+    OPENVINO_INSTALL_HINT,
     MiniLMBf16Embedder,
     MiniLMEmbedder,
+    MiniLMOpenVINOEmbedder,
     MissingEmbedderRuntime,
     ModelDirectoryError,
     _minilm,
     _onnx,
+    _openvino,
     _select,
     _torch_bf16,
     check_embedder,
@@ -29,7 +33,7 @@ from knowledgepulse.embedding import (
     select_embedder,
 )
 
-from ._shared import BF16_READY, ONNX_READY
+from ._shared import BF16_READY, ONNX_READY, OPENVINO_READY
 
 needs_onnx = pytest.mark.skipif(not ONNX_READY, reason="MiniLM embedder not installed")
 
@@ -47,6 +51,18 @@ def _bf16_possible(monkeypatch: pytest.MonkeyPatch, cpu_flags: set[str]) -> None
     """Pretend torch is installed and the CPU has ``cpu_flags``."""
     monkeypatch.setattr(_torch_bf16, "_cpu_flags", lambda: frozenset(cpu_flags))
     monkeypatch.setattr(_torch_bf16, "_RUNTIME_MODULES", ("tokenizers",))
+
+
+def _without_openvino(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretend openvino is not installed (the choices made without it)."""
+    monkeypatch.setattr(_openvino, "_RUNTIME_MODULES", ("no_such_openvino_kp",))
+
+
+def _with_openvino(monkeypatch: pytest.MonkeyPatch, cpu_flags: set[str]) -> None:
+    """Pretend torch is not installed, openvino is, and the CPU has ``cpu_flags``."""
+    monkeypatch.setattr(_torch_bf16, "_cpu_flags", lambda: frozenset(cpu_flags))
+    monkeypatch.setattr(_torch_bf16, "_RUNTIME_MODULES", ("no_such_torch_kp",))
+    monkeypatch.setattr(_openvino, "_RUNTIME_MODULES", ("tokenizers",))
 
 
 # --- choices --------------------------------------------------------------------------------
@@ -68,16 +84,20 @@ def test_env_turns_auto_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None
 
 
 def test_unknown_choice_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="auto, onnx, bf16, none; got 'minilm'"):
+    with pytest.raises(ValueError, match="auto, onnx, openvino, bf16, none; got 'minilm'"):
         select_embedder("minilm")
 
 
 @needs_onnx
-def test_auto_single_traces_use_onnx(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_single_traces_use_onnx_without_openvino(monkeypatch: pytest.MonkeyPatch) -> None:
     _bf16_possible(monkeypatch, {"avx512_bf16"})
+    _without_openvino(monkeypatch)
     choice = choose_embedder("auto")
     assert isinstance(choice.embedder, MiniLMEmbedder) and choice.kind == "onnx"
-    assert choice.reason == "onnxruntime fp32: loads fastest for single traces"
+    assert choice.reason == (
+        "onnxruntime fp32 (openvino bf16 not used: no_such_openvino_kp not installed "
+        f"({OPENVINO_INSTALL_HINT}))"
+    )
     assert choice.embedder is _onnx.default_embedder()  # process-wide
 
 
@@ -95,6 +115,7 @@ def test_auto_bulk_falls_back_without_bf16_cpu(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     _bf16_possible(monkeypatch, {"avx2"})
+    _without_openvino(monkeypatch)
     with caplog.at_level(logging.INFO, logger="knowledgepulse"):
         best = choose_embedder("auto", bulk=True)
     assert isinstance(best.embedder, MiniLMEmbedder) and best.kind == "onnx"
@@ -106,6 +127,7 @@ def test_auto_bulk_falls_back_without_bf16_cpu(
 @needs_onnx
 def test_auto_bulk_falls_back_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_torch_bf16, "_RUNTIME_MODULES", ("no_such_module_kp",))
+    _without_openvino(monkeypatch)
     choice = choose_embedder("auto", bulk=True)
     assert isinstance(choice.embedder, MiniLMEmbedder)
     assert "no_such_module_kp not installed" in choice.reason
@@ -114,10 +136,13 @@ def test_auto_bulk_falls_back_without_torch(monkeypatch: pytest.MonkeyPatch) -> 
 @needs_onnx
 def test_auto_bulk_bf16_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     _bf16_possible(monkeypatch, {"avx512_bf16"})
+    _without_openvino(monkeypatch)
     monkeypatch.setenv(FAST_DISABLE_ENV, "1")
     choice = choose_embedder("auto", bulk=True)
     assert isinstance(choice.embedder, MiniLMEmbedder)
-    assert choice.reason == f"onnxruntime fp32 (bf16 not used: disabled by ${FAST_DISABLE_ENV})"
+    assert choice.reason.startswith(
+        f"onnxruntime fp32 (torch bf16 not used: disabled by ${FAST_DISABLE_ENV}; "
+    )
 
 
 @needs_onnx
@@ -128,15 +153,52 @@ def test_explicit_choices_return_their_kind() -> None:
         assert isinstance(select_embedder("bf16", bulk=True), MiniLMBf16Embedder)
 
 
-@pytest.mark.parametrize("kind", ["onnx", "bf16"])
+@needs_onnx
+def test_auto_picks_openvino_bf16_on_a_native_bf16_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_openvino(monkeypatch, {"avx512f", "amx_bf16"})
+    single = choose_embedder("auto")
+    assert isinstance(single.embedder, MiniLMOpenVINOEmbedder) and single.kind == "openvino"
+    assert single.embedder.precision == "bf16"
+    assert single.reason == "openvino bf16: the CPU has native bf16 (faster than onnxruntime fp32)"
+    assert single.embedder is _openvino.shared_openvino_embedder()  # process-wide
+    bulk = choose_embedder("auto", bulk=True)
+    assert bulk.embedder is single.embedder
+    assert bulk.reason == (
+        "openvino bf16: the CPU has native bf16 (faster than onnxruntime fp32; torch bf16 not "
+        f"used: no_such_torch_kp not installed ({FAST_INSTALL_HINT}))"
+    )
+
+
+@needs_onnx
+def test_auto_keeps_onnx_where_openvino_would_run_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_openvino(monkeypatch, {"avx512f", "avx2"})
+    choice = choose_embedder("auto")
+    assert isinstance(choice.embedder, MiniLMEmbedder) and choice.kind == "onnx"
+    assert choice.reason == (
+        "onnxruntime fp32 (openvino bf16 not used: the CPU lacks avx512_bf16/amx_bf16 "
+        "(emulated bf16 is slower than fp32))"
+    )
+
+
+@pytest.mark.skipif(not OPENVINO_READY, reason="openvino not installed")
+def test_explicit_openvino_says_its_precision() -> None:
+    choice = choose_embedder("OpenVINO", windowing="first_window")
+    assert isinstance(choice.embedder, MiniLMOpenVINOEmbedder) and choice.kind == "openvino"
+    assert choice.embedder.windowing == "first_window"
+    assert choice.reason == f"openvino {choice.embedder.precision} (asked for)"
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"), [("onnx", "embed"), ("bf16", "fast"), ("openvino", "openvino")]
+)
 def test_explicit_choice_without_runtime_raises_with_pip_command(
-    kind: str, monkeypatch: pytest.MonkeyPatch
+    kind: str, extra: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = _onnx if kind == "onnx" else _torch_bf16
+    module = {"onnx": _onnx, "bf16": _torch_bf16, "openvino": _openvino}[kind]
     monkeypatch.setattr(module, "_RUNTIME_MODULES", ("no_such_module_kp",))
     with pytest.raises(MissingEmbedderRuntime, match=r"no_such_module_kp.*pip install") as info:
         select_embedder(kind)
-    assert info.value.extra == ("embed" if kind == "onnx" else "fast")
+    assert info.value.extra == extra
 
 
 def test_auto_without_runtime_warns_once_by_logging_only(
@@ -170,10 +232,12 @@ def test_auto_without_model_package_returns_none(monkeypatch: pytest.MonkeyPatch
 
 
 @needs_onnx
-@pytest.mark.parametrize("choice", ["auto", "onnx", "bf16"])
+@pytest.mark.parametrize("choice", ["auto", "onnx", "bf16", "openvino"])
 def test_missing_model_dir_from_env_raises(choice: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if choice == "bf16" and not BF16_READY:
         pytest.skip("torch not installed")
+    if choice == "openvino" and not OPENVINO_READY:
+        pytest.skip("openvino not installed")
     monkeypatch.setenv(MODEL_DIR_ENV, "/nonexistent")
     with pytest.raises(ModelDirectoryError) as info:
         select_embedder(choice, bulk=True)

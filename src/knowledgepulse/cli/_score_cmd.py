@@ -61,10 +61,11 @@ from ._run import signals_held as _signals_held
 @click.option(
     "--embedder",
     "embedder_choice",
-    type=click.Choice(["auto", "onnx", "bf16"]),
+    type=click.Choice(["auto", "onnx", "openvino", "bf16"]),
     default="auto",
     show_default=True,
-    help="auto: bf16 (torch, the fast extra) on CPUs with native bf16, else onnx (fp32).",
+    help="auto: on CPUs with native bf16, bf16 (torch, the fast extra), else openvino "
+    "(bf16, the openvino extra); else onnx (fp32).",
 )
 @click.option(
     "--profiles",

@@ -34,17 +34,18 @@ ACTOR_RESTARTS = 4
 
 
 class _MiniLMFactory:
-    """The MiniLM embedder of ``kind`` (``onnx`` or ``bf16``) on ``threads`` threads."""
+    """The MiniLM embedder of ``kind`` (``onnx``, ``openvino`` or ``bf16``) on ``threads``
+    threads."""
 
     def __init__(self, kind: str, threads: int) -> None:
         self.kind = kind
         self.threads = threads
 
     def __call__(self) -> Any:
-        from ..embedding import MiniLMBf16Embedder, MiniLMEmbedder
+        from ..embedding import MiniLMBf16Embedder, MiniLMEmbedder, MiniLMOpenVINOEmbedder
 
-        cls = MiniLMBf16Embedder if self.kind == "bf16" else MiniLMEmbedder
-        return cls(threads=self.threads)
+        classes = {"onnx": MiniLMEmbedder, "openvino": MiniLMOpenVINOEmbedder}
+        return classes.get(self.kind, MiniLMBf16Embedder)(threads=self.threads)
 
     def __repr__(self) -> str:
         return f"minilm_factory({self.kind!r}, threads={self.threads})"
@@ -54,12 +55,13 @@ def minilm_factory(kind: str = "onnx", threads: int = 1) -> EmbedderFactory:
     """A picklable factory of the MiniLM embedder for workers.
 
     Args:
-        kind: ``onnx`` (fp32) or ``bf16`` (torch): what the driver chose, so that every
-            worker embeds with the same model and precision.
+        kind: ``onnx`` (fp32), ``openvino`` (bf16 on CPUs with native bf16) or ``bf16``
+            (torch): what the driver chose, so that every worker embeds with the same model
+            and precision.
         threads: inference threads per actor (match the CPUs each actor reserves).
     """
-    if kind not in ("onnx", "bf16"):
-        raise ValueError(f"kind must be onnx or bf16, got {kind!r}")
+    if kind not in ("onnx", "openvino", "bf16"):
+        raise ValueError(f"kind must be onnx, openvino or bf16, got {kind!r}")
     return _MiniLMFactory(kind, threads)
 
 
@@ -85,7 +87,7 @@ def factory_for(embedder: Any, threads: int = 1) -> EmbedderFactory:
         threads: inference threads per actor, for MiniLM.
     """
     from .._dedupe import DeduplicatingEmbedder
-    from ..embedding import MiniLMBf16Embedder, MiniLMEmbedder
+    from ..embedding import MiniLMBf16Embedder, MiniLMEmbedder, MiniLMOpenVINOEmbedder
     from ..embedding._protocol import _NamedEmbedder
 
     while isinstance(embedder, DeduplicatingEmbedder):  # the workers get the model itself
@@ -94,6 +96,8 @@ def factory_for(embedder: Any, threads: int = 1) -> EmbedderFactory:
         return minilm_factory("bf16", threads)
     if isinstance(embedder, MiniLMEmbedder):
         return minilm_factory("onnx", threads)
+    if isinstance(embedder, MiniLMOpenVINOEmbedder):
+        return minilm_factory("openvino", threads)
     return _Shipped(embedder.wrapped if isinstance(embedder, _NamedEmbedder) else embedder)
 
 

@@ -2,6 +2,9 @@
 
 - :class:`Embedder` — the protocol any embedder follows; :func:`check_embedder` validates one.
 - :class:`MiniLMEmbedder` — ONNX Runtime fp32, the default (the ``embed`` extra).
+- :class:`MiniLMOpenVINOEmbedder` — OpenVINO, bf16 on CPUs with native bf16 (AMX,
+  AVX512-BF16), fp32 elsewhere; no torch (the ``openvino`` extra). The automatic choice on
+  such CPUs.
 - :class:`MiniLMBf16Embedder` — torch bfloat16, faster for bulk runs on CPUs with native bf16
   (the ``fast`` extra).
 - :func:`select_embedder` / :func:`choose_embedder` — the policy that picks one (and says why).
@@ -22,6 +25,7 @@ from __future__ import annotations
 from ._errors import EmbedderUnavailable, MissingEmbedderRuntime, ModelDirectoryError
 from ._minilm import INSTALL_HINT, MODEL_DIR_ENV
 from ._onnx import MiniLMEmbedder, default_embedder, embedder_available
+from ._openvino import OPENVINO_INSTALL_HINT, MiniLMOpenVINOEmbedder
 from ._protocol import Embedder, check_embedder
 from ._select import (
     EMBEDDER_ENV,
@@ -41,6 +45,7 @@ __all__ = [
     "INSTALL_HINT",
     "MAX_WINDOWS",
     "MODEL_DIR_ENV",
+    "OPENVINO_INSTALL_HINT",
     "WINDOWINGS",
     "WINDOWING_ENV",
     "Embedder",
@@ -49,6 +54,7 @@ __all__ = [
     "EmbedderUnavailable",
     "MiniLMBf16Embedder",
     "MiniLMEmbedder",
+    "MiniLMOpenVINOEmbedder",
     "MissingEmbedderRuntime",
     "ModelDirectoryError",
     "Windowing",

@@ -11,6 +11,11 @@ from typing import Literal
 from ._errors import MissingEmbedderRuntime
 from ._minilm import INSTALL_HINT, require_model_dir
 from ._onnx import check_onnx_runtime, default_embedder
+from ._openvino import (
+    OPENVINO_INSTALL_HINT,
+    check_openvino_runtime,
+    shared_openvino_embedder,
+)
 from ._protocol import Embedder
 from ._torch_bf16 import (
     FAST_INSTALL_HINT,
@@ -34,9 +39,9 @@ logger = logging.getLogger("knowledgepulse")
 EMBEDDER_ENV = "KNOWLEDGEPULSE_EMBEDDER"
 FAST_DISABLE_ENV = "KNOWLEDGEPULSE_NO_FAST_EMBEDDER"
 _OFF_VALUES = frozenset({"none", "off", "0"})
-_CHOICES = ("auto", "onnx", "bf16", "none")
+_CHOICES = ("auto", "onnx", "openvino", "bf16", "none")
 
-EmbedderKind = Literal["onnx", "bf16", "none"]
+EmbedderKind = Literal["onnx", "openvino", "bf16", "none"]
 
 
 @dataclass(frozen=True)
@@ -54,16 +59,18 @@ def choose_embedder(
     """Pick the embedder for ``choice`` and say why (the policy behind :func:`select_embedder`).
 
     Args:
-        choice: ``"auto"``, ``"onnx"``, ``"bf16"`` or ``"none"``.
+        choice: ``"auto"``, ``"onnx"``, ``"openvino"``, ``"bf16"`` or ``"none"``.
 
             - ``"none"``: no embedder.
             - ``"auto"``: none when ``$KNOWLEDGEPULSE_EMBEDDER`` is ``none``, ``off`` or ``0``,
               or when the runtime or the model package is not installed (logged once as a
               warning on the ``knowledgepulse`` logger). Otherwise, with ``bulk``, the bf16
               torch embedder where torch is installed and the CPU has native bf16 (and
-              ``$KNOWLEDGEPULSE_NO_FAST_EMBEDDER`` is not set), else ONNX Runtime fp32;
-              without ``bulk``, ONNX Runtime fp32, which loads fastest for single traces.
-            - ``"onnx"`` / ``"bf16"``: that embedder, or an error saying why not.
+              ``$KNOWLEDGEPULSE_NO_FAST_EMBEDDER`` is not set). Else OpenVINO bf16 where
+              openvino is installed and the CPU has native bf16, else ONNX Runtime fp32
+              (OpenVINO in fp32 is no faster than ONNX Runtime and loads slower).
+            - ``"onnx"`` / ``"openvino"`` / ``"bf16"``: that embedder, or an error saying why
+              not (``"openvino"`` runs in fp32 on a CPU without native bf16).
         bulk: the embedder will embed many texts (``kp score`` on a file), so throughput
             matters more than load time.
         windowing: ``"whole"`` (a long text is embedded whole, in windows) or
@@ -77,7 +84,7 @@ def choose_embedder(
     Raises:
         ValueError: ``choice`` is none of the four, or ``windowing`` (or
             ``$KNOWLEDGEPULSE_WINDOWING``) is neither windowing.
-        MissingEmbedderRuntime: ``"onnx"`` or ``"bf16"`` and a module it needs is not installed
+        MissingEmbedderRuntime: ``"onnx"``, ``"openvino"`` or ``"bf16"`` and a module it needs is not installed
             (the message carries the pip command).
         ModelDirectoryError: the model directory named by ``$KNOWLEDGEPULSE_MODEL_DIR`` (or the
             installed model package's) is missing or incomplete, for every choice but "none".
@@ -93,6 +100,11 @@ def choose_embedder(
         check_onnx_runtime()
         require_model_dir(None, "The MiniLM embedder")
         return EmbedderChoice(default_embedder(mode), "onnx", "onnxruntime fp32 (asked for)")
+    if choice == "openvino":
+        check_openvino_runtime()
+        require_model_dir(None, "The OpenVINO MiniLM embedder")
+        embedder = shared_openvino_embedder(mode)
+        return EmbedderChoice(embedder, "openvino", f"openvino {embedder.precision} (asked for)")
     if choice == "bf16":
         check_bf16_runtime()
         require_model_dir(None, "The bf16 MiniLM embedder")
@@ -106,7 +118,7 @@ def select_embedder(
     """The embedder for ``choice``, or None for none: :func:`choose_embedder` without the reason.
 
     Args:
-        choice: ``"auto"``, ``"onnx"``, ``"bf16"`` or ``"none"`` (see :func:`choose_embedder`).
+        choice: ``"auto"``, ``"onnx"``, ``"openvino"``, ``"bf16"`` or ``"none"`` (see :func:`choose_embedder`).
         bulk: pick for throughput over many texts rather than for load time.
         windowing: ``"whole"`` or ``"first_window"`` (see :func:`choose_embedder`).
     """
@@ -125,19 +137,39 @@ def _choose_automatically(bulk: bool, windowing: Windowing) -> EmbedderChoice:
         missing = ", ".join(exc.modules)
         _warn_not_installed(f"missing {missing}; {INSTALL_HINT}")
         return EmbedderChoice(None, "none", f"embedder not installed (missing {missing})")
-    if not bulk:
-        return EmbedderChoice(
-            default_embedder(windowing), "onnx", "onnxruntime fp32: loads fastest for single traces"
-        )
-    why_not = _bf16_unsuitable()
+    not_used = []
+    if bulk:
+        why_not_torch = _bf16_unsuitable()
+        if why_not_torch is None:
+            return EmbedderChoice(
+                _shared_bf16(windowing), "bf16", "torch bf16: bulk run on a CPU with native bf16"
+            )
+        logger.info("torch bf16 embedder not used (%s)", why_not_torch)
+        not_used.append(f"torch bf16 not used: {why_not_torch}")
+    why_not = _openvino_unsuitable()
     if why_not is None:
+        detail = "".join(f"; {note}" for note in not_used)
         return EmbedderChoice(
-            _shared_bf16(windowing), "bf16", "torch bf16: bulk run on a CPU with native bf16"
+            shared_openvino_embedder(windowing),
+            "openvino",
+            f"openvino bf16: the CPU has native bf16 (faster than onnxruntime fp32{detail})",
         )
-    logger.info("bf16 embedder not used (%s); using onnxruntime fp32", why_not)
+    logger.info("openvino bf16 embedder not used (%s); using onnxruntime fp32", why_not)
+    not_used.append(f"openvino bf16 not used: {why_not}")
     return EmbedderChoice(
-        default_embedder(windowing), "onnx", f"onnxruntime fp32 (bf16 not used: {why_not})"
+        default_embedder(windowing), "onnx", f"onnxruntime fp32 ({'; '.join(not_used)})"
     )
+
+
+def _openvino_unsuitable() -> str | None:
+    """Why OpenVINO bf16 should not be the embedder here, or None if it should."""
+    try:
+        check_openvino_runtime()
+    except MissingEmbedderRuntime as exc:
+        return f"{', '.join(exc.modules)} not installed ({OPENVINO_INSTALL_HINT})"
+    if not cpu_has_native_bf16():
+        return "the CPU lacks avx512_bf16/amx_bf16 (emulated bf16 is slower than fp32)"
+    return None
 
 
 def _bf16_unsuitable() -> str | None:
