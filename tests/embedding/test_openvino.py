@@ -24,7 +24,7 @@ TAU_CORPUS = TESTS.parent / ".." / "shared" / "data" / "tau-bench" / "gpt-4o-air
 
 needs_openvino = pytest.mark.skipif(
     not (OPENVINO_READY and ONNX_READY),
-    reason="OpenVINO embedder not installed (pip install 'knowledgepulse[embed,openvino]')",
+    reason="OpenVINO embedder not installed (pip install 'knowledgepulse[embed]')",
 )
 
 

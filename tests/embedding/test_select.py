@@ -14,7 +14,6 @@ import knowledgepulse as kp
 from knowledgepulse.embedding import (
     EMBEDDER_ENV,
     FAST_DISABLE_ENV,
-    FAST_INSTALL_HINT,
     INSTALL_HINT,
     MODEL_DIR_ENV,
     OPENVINO_INSTALL_HINT,
@@ -104,9 +103,13 @@ def test_auto_single_traces_use_onnx_without_openvino(monkeypatch: pytest.Monkey
 @needs_onnx
 def test_auto_bulk_picks_bf16_when_supported(monkeypatch: pytest.MonkeyPatch) -> None:
     _bf16_possible(monkeypatch, {"avx512_bf16"})
+    _without_openvino(monkeypatch)
     choice = choose_embedder("auto", bulk=True)
     assert isinstance(choice.embedder, MiniLMBf16Embedder) and choice.kind == "bf16"
-    assert choice.reason == "torch bf16: bulk run on a CPU with native bf16"
+    assert choice.reason == (
+        "torch bf16: bulk run on a CPU with native bf16 (openvino bf16 not used: "
+        f"no_such_openvino_kp not installed ({OPENVINO_INSTALL_HINT}))"
+    )
     assert select_embedder("auto", bulk=True) is choice.embedder  # process-wide
 
 
@@ -140,9 +143,8 @@ def test_auto_bulk_bf16_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv(FAST_DISABLE_ENV, "1")
     choice = choose_embedder("auto", bulk=True)
     assert isinstance(choice.embedder, MiniLMEmbedder)
-    assert choice.reason.startswith(
-        f"onnxruntime fp32 (torch bf16 not used: disabled by ${FAST_DISABLE_ENV}; "
-    )
+    assert choice.reason.startswith("onnxruntime fp32 (openvino bf16 not used: ")
+    assert choice.reason.endswith(f"; torch bf16 not used: disabled by ${FAST_DISABLE_ENV})")
 
 
 @needs_onnx
@@ -159,14 +161,22 @@ def test_auto_picks_openvino_bf16_on_a_native_bf16_cpu(monkeypatch: pytest.Monke
     single = choose_embedder("auto")
     assert isinstance(single.embedder, MiniLMOpenVINOEmbedder) and single.kind == "openvino"
     assert single.embedder.precision == "bf16"
-    assert single.reason == "openvino bf16: the CPU has native bf16 (faster than onnxruntime fp32)"
+    assert (
+        single.reason
+        == "openvino bf16: the CPU has native bf16 (the fastest runtime measured here)"
+    )
     assert single.embedder is _openvino.shared_openvino_embedder()  # process-wide
     bulk = choose_embedder("auto", bulk=True)
     assert bulk.embedder is single.embedder
-    assert bulk.reason == (
-        "openvino bf16: the CPU has native bf16 (faster than onnxruntime fp32; torch bf16 not "
-        f"used: no_such_torch_kp not installed ({FAST_INSTALL_HINT}))"
-    )
+    assert bulk.reason == single.reason
+
+
+@needs_onnx
+def test_auto_bulk_prefers_openvino_to_torch_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_openvino(monkeypatch, {"avx512f", "amx_bf16"})
+    monkeypatch.setattr(_torch_bf16, "_RUNTIME_MODULES", ("tokenizers",))  # torch "installed"
+    bulk = choose_embedder("auto", bulk=True)
+    assert isinstance(bulk.embedder, MiniLMOpenVINOEmbedder) and bulk.kind == "openvino"
 
 
 @needs_onnx

