@@ -24,6 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from knowledgepulse.embedding._openvino import check_openvino_runtime
 from knowledgepulse.embedding._torch_bf16 import bf16_cpu_path, check_bf16_runtime
 
 from . import _corpus, _windowing
@@ -173,8 +174,10 @@ def bench_embedder(quick: bool) -> dict[str, Any]:
         p50 = samples[len(samples) // 2] * 1e3
         p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1e3
         tokens = statistics.mean(len(tokenizer.encode(t.embedding_text).ids) for t in traces)
-        runtime = str(getattr(embedder, "precision", "fp32"))
-        note = f"mean {tokens:.0f} tokens, {embedder.name}"
+        # "all-MiniLM-L6-v2 (openvino bf16)" -> "openvino bf16"; the targets are the default's.
+        runtime = str(embedder.name).partition("(")[2].rstrip(")") or str(embedder.name)
+        target = target and embedder is default
+        note = f"mean {tokens:.0f} tokens, {embedder.name}" + (" (the default)" if target else "")
         report(
             Figure(
                 f"single-trace evaluation, {label}, {runtime}, p50",
@@ -253,9 +256,7 @@ def bench_bulk(quick: bool) -> None:
         if st is not None:
             # The 2.5x target is for bulk scoring, which uses the embedder the bulk policy
             # picks (kp score --embedder auto); the other ratios are shown for comparison.
-            bulk = getattr(embedder, "precision", "") == getattr(
-                bulk_choice.embedder, "precision", None
-            )
+            bulk = embedder is bulk_choice.embedder
             report(
                 Figure(
                     "  ratio to sentence-transformers fp32",
@@ -285,7 +286,9 @@ def bench_bulk(quick: bool) -> None:
         )
         # On AMX the bf16 path is held to half its matmul peak; elsewhere there is no target
         # (AVX512-BF16 keeps the ratio it had, which the table shows).
-        amx_bf16 = precision == "bf16" and cpu_path.name == "amx"
+        amx_bf16 = (
+            precision == "bf16" and cpu_path.name == "amx" and embedder is bulk_choice.embedder
+        )
         report(
             Figure(
                 "  achieved / FLOP-bound limit",
@@ -299,14 +302,16 @@ def bench_bulk(quick: bool) -> None:
 
 
 def _embedders_to_measure(onnx_embedder: Any) -> list[Any]:
-    """The ONNX embedder, and the bf16 one where torch is installed and the CPU has native bf16
-    (elsewhere bf16 is emulated: slower than fp32 and not what kp score would use)."""
+    """The ONNX embedder, and the bf16 ones (OpenVINO, torch) where they are installed and the
+    CPU has native bf16 (elsewhere bf16 is emulated: slower than fp32 and not what kp score
+    would use)."""
     from knowledgepulse import embedding
 
     embedders = [onnx_embedder]
     if embedding.cpu_has_native_bf16():
-        with contextlib.suppress(embedding.EmbedderUnavailable):  # torch not installed
-            embedders.append(embedding.select_embedder("bf16"))
+        for kind in ("openvino", "bf16"):
+            with contextlib.suppress(embedding.EmbedderUnavailable):  # runtime not installed
+                embedders.append(embedding.select_embedder(kind))
     return embedders
 
 
@@ -385,11 +390,10 @@ def bench_cli_memory_per_embedder(tmp: Path) -> None:
     path = _corpus.write_trace_file(tmp / f"traces-{size}.jsonl.gz", size)
     kinds = ["onnx"]
     if embedding.cpu_has_native_bf16():
-        try:
-            check_bf16_runtime()
-            kinds.append("bf16")
-        except embedding.MissingEmbedderRuntime:
-            pass
+        for kind, check in (("openvino", check_openvino_runtime), ("bf16", check_bf16_runtime)):
+            with contextlib.suppress(embedding.MissingEmbedderRuntime):
+                check()
+                kinds.append(kind)
     for kind in kinds:
         _, peak = run_kp_score(path, size, embed=True, extra=["--embedder", kind])
         report(

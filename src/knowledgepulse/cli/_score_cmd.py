@@ -64,8 +64,8 @@ from ._run import signals_held as _signals_held
     type=click.Choice(["auto", "onnx", "openvino", "bf16"]),
     default="auto",
     show_default=True,
-    help="auto: on CPUs with native bf16, bf16 (torch, the fast extra), else openvino "
-    "(bf16, the openvino extra); else onnx (fp32).",
+    help="auto: on CPUs with native bf16, openvino (bf16), else bf16 (torch, the fast "
+    "extra); elsewhere onnx (fp32).",
 )
 @click.option(
     "--profiles",

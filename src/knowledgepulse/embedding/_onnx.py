@@ -26,7 +26,7 @@ from ._minilm import (
     MiniLMTokenizer,
     missing_modules,
     model_dir_problem,
-    pick_weights,
+    read_float32_weights,
     require_model_dir,
     resolve_model_dir,
 )
@@ -81,9 +81,7 @@ def _default_threads() -> int:
 
 def _weights_as_ortvalues(ort: Any, model_dir: Path) -> dict[str, Any]:
     """The model's weights as float32 ``OrtValue`` s by name (viewing numpy arrays, no copy)."""
-    st_numpy: Any = importlib.import_module("safetensors.numpy")
-    model_file = model_dir / "model.safetensors"
-    weights = pick_weights(st_numpy.load_file(str(model_file)), model_file)
+    weights = read_float32_weights(model_dir / "model.safetensors")
     return {
         name: ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(array, dtype=np.float32))
         for name, array in weights.items()

@@ -29,7 +29,7 @@ from ._minilm import (
     LazyMiniLM,
     MiniLMTokenizer,
     missing_modules,
-    pick_weights,
+    read_float32_weights,
     require_model_dir,
 )
 from ._torch_bf16 import cpu_has_native_bf16
@@ -154,20 +154,18 @@ class _LoadedOpenVINO:
     def __init__(self, model_dir: Path, threads: int, precision: str, hint: str) -> None:
         ov: Any = importlib.import_module("openvino")
         ops: Any = importlib.import_module("openvino.opset13")
-        st_numpy: Any = importlib.import_module("safetensors.numpy")
         self.model_dir = model_dir
         self.tokenizer = MiniLMTokenizer(model_dir)
         pad_id = self.tokenizer.token_to_id("[PAD]")
         self.pad_id = 0 if pad_id is None else int(pad_id)
 
-        model_file = model_dir / "model.safetensors"
-        weights = {
-            name: np.asarray(array, dtype=np.float32)
-            for name, array in pick_weights(st_numpy.load_file(str(model_file)), model_file).items()
-        }
-        core = ov.Core()
-        self.compiled = core.compile_model(
-            _build_encoder(ov, ops, weights),
+        # At most two copies of the weights while loading (kp score's peak memory): read tensor
+        # by tensor, copied into the graph's constants, let go before compiling.
+        weights = read_float32_weights(model_dir / "model.safetensors")
+        model = _build_encoder(ov, ops, weights)
+        del weights
+        self.compiled = ov.Core().compile_model(
+            model,
             "CPU",
             {
                 "PERFORMANCE_HINT": hint,
@@ -175,6 +173,7 @@ class _LoadedOpenVINO:
                 "INFERENCE_NUM_THREADS": threads,
             },
         )
+        del model
         self._requests = threading.local()
 
     def _request(self) -> Any:
