@@ -327,7 +327,7 @@ def matmul_gflops(precision: str) -> tuple[float, str]:
     return best, backend
 
 
-def bench_cli(quick: bool) -> None:
+def bench_cli(quick: bool, embed_traces: int | None = None) -> None:
     """kp score throughput and peak memory on generated files of realistic traces."""
     sizes = [2_000, 10_000] if quick else [10_000, 100_000]
     with tempfile.TemporaryDirectory() as tmp:
@@ -359,7 +359,7 @@ def bench_cli(quick: bool) -> None:
         from knowledgepulse.embedding import choose_embedder, embedder_available
 
         if embedder_available():
-            size = 2_000 if quick else 10_000
+            size = embed_traces or (2_000 if quick else 10_000)
             path = Path(tmp) / f"traces-{size}.jsonl.gz"
             if not path.exists():
                 _corpus.write_trace_file(path, size)
@@ -472,6 +472,13 @@ def main() -> None:
         metavar="N",
         help="vectors in the ANN figure (default 1,000,000; --quick 50,000)",
     )
+    parser.add_argument(
+        "--embed-traces",
+        type=int,
+        metavar="N",
+        help="traces in the kp score run with the embedder (default 10,000; --quick 2,000): "
+        "whole-trace embedding of realistic traces takes ~3 s per 100 on 2 cores",
+    )
     args = parser.parse_args()
     print(
         f"knowledgepulse benchmarks — python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
@@ -492,7 +499,7 @@ def main() -> None:
         for figure in _windowing.figures(args.quick):
             report(Figure(**figure))
     if "cli" not in args.skip:
-        bench_cli(args.quick)
+        bench_cli(args.quick, args.embed_traces)
     if "redaction" not in args.skip:
         from ._redaction import bench_redaction
 

