@@ -20,8 +20,10 @@ from .embedding import Embedder, check_embedder
 
 __all__ = ["DEFAULT_MAX_TEXTS", "DeduplicatingEmbedder"]
 
-#: Vectors remembered by default: 10,000 × 384 float32 is 15 MiB.
-DEFAULT_MAX_TEXTS = 10_000
+#: Vectors remembered by default.
+# ~2 KiB per remembered text (the vector, its key, the dict's entry): 2,048 texts hold ~4 MiB.
+# 10,000 held 20 MiB, which kp score's 350 MiB peak target could not spare.
+DEFAULT_MAX_TEXTS = 2_048
 
 
 def text_key(text: str) -> bytes:
