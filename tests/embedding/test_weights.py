@@ -64,3 +64,30 @@ def test_a_file_that_is_not_safetensors_is_an_error(tmp_path: Path) -> None:
     path.write_bytes(b"not a safetensors file at all")
     with pytest.raises(Exception, match="header too large"):  # safetensors' own message
         read_float32_weights(path)
+
+
+def test_freed_memory_is_released_after_each_embed_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowledgepulse.embedding import _minilm
+
+    calls: list[int] = []
+    monkeypatch.setattr(_minilm, "_trim", calls.append)
+    monkeypatch.setattr(_minilm, "_trim_looked_up", True)
+
+    class Fake(_minilm.LazyMiniLM):  # type: ignore[type-arg]
+        def _load(self) -> object:
+            return object()
+
+        def _run(self, model: object, texts: list[str]) -> np.ndarray:
+            return np.zeros((len(texts), 384), dtype=np.float32)
+
+    fake = Fake(None)
+    assert fake.embed(["a", "b"]).shape == (2, 384)
+    assert fake.embed([]).shape == (0, 384)  # nothing embedded, nothing to release
+    assert calls == [0]
+
+
+def test_releasing_memory_works_on_this_c_library() -> None:
+    from knowledgepulse.embedding import _minilm
+
+    _minilm.release_freed_memory()
+    _minilm.release_freed_memory()

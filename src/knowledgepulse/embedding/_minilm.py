@@ -187,6 +187,36 @@ def pick_weights(tensors: Mapping[str, _Tensor], model_file: Path) -> dict[str, 
     return picked
 
 
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or None where the C library is not glibc."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_trim: Any = None
+_trim_looked_up = False
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by the runtimes back to the operating system (glibc only).
+
+    The runtimes allocate and free large, differently sized buffers for every batch; glibc
+    keeps what they free in its heaps, so a long ``kp score`` run's resident memory crept up
+    batch after batch (~10 MiB over 500 texts with OpenVINO). ``malloc_trim`` after each call
+    returns it, for a fraction of a millisecond against the seconds a batch takes.
+    """
+    global _trim, _trim_looked_up
+    if not _trim_looked_up:
+        _trim, _trim_looked_up = _malloc_trim(), True
+    if _trim is not None:
+        _trim(0)
+
+
 def read_float32_weights(model_file: Path) -> dict[str, npt.NDArray[np.float32]]:
     """The encoder's tensors from a ``model.safetensors`` of float32 tensors, read one by one.
 
@@ -433,4 +463,6 @@ class LazyMiniLM(Generic[_Loaded]):
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        return self._run(self._model(), items)
+        vectors = self._run(self._model(), items)
+        release_freed_memory()
+        return vectors
