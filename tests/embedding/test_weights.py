@@ -8,12 +8,8 @@ import numpy as np
 import pytest
 
 from knowledgepulse.embedding._errors import ModelDirectoryError
-from knowledgepulse.embedding._minilm import (
-    ARCHITECTURE,
-    pick_weights,
-    read_float32_weights,
-    resolve_model_dir,
-)
+from knowledgepulse.embedding._minilm import ARCHITECTURE, pick_weights, resolve_model_dir
+from knowledgepulse.embedding._weights import read_float32_weights
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -67,11 +63,11 @@ def test_a_file_that_is_not_safetensors_is_an_error(tmp_path: Path) -> None:
 
 
 def test_freed_memory_is_released_after_each_embed_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    from knowledgepulse.embedding import _minilm
+    from knowledgepulse.embedding import _minilm, _native_memory
 
     calls: list[int] = []
-    monkeypatch.setattr(_minilm, "_trim", calls.append)
-    monkeypatch.setattr(_minilm, "_trim_looked_up", True)
+    monkeypatch.setattr(_native_memory, "_trim", calls.append)
+    monkeypatch.setattr(_native_memory, "_trim_looked_up", True)
 
     class Fake(_minilm.LazyMiniLM):  # type: ignore[type-arg]
         def _load(self) -> object:
@@ -87,7 +83,7 @@ def test_freed_memory_is_released_after_each_embed_call(monkeypatch: pytest.Monk
 
 
 def test_releasing_memory_works_on_this_c_library() -> None:
-    from knowledgepulse.embedding import _minilm
+    from knowledgepulse.embedding._native_memory import release_freed_memory
 
-    _minilm.release_freed_memory()
-    _minilm.release_freed_memory()
+    release_freed_memory()
+    release_freed_memory()

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import MissingEmbedderRuntime, ModelDirectoryError
+from ._native_memory import release_freed_memory
 from ._windows import MAX_WINDOWS, Windowing, plan_windows, resolve_windowing
 
 __all__ = [
@@ -185,78 +186,6 @@ def pick_weights(tensors: Mapping[str, _Tensor], model_file: Path) -> dict[str, 
             )
         picked[name] = tensor
     return picked
-
-
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim``, or None where the C library is not glibc."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-_trim: Any = None
-_trim_looked_up = False
-
-
-def release_freed_memory() -> None:
-    """Hand memory freed by the runtimes back to the operating system (glibc only).
-
-    The runtimes allocate and free large, differently sized buffers for every batch; glibc
-    keeps what they free in its heaps, so a long ``kp score`` run's resident memory crept up
-    batch after batch (~10 MiB over 500 texts with OpenVINO). ``malloc_trim`` after each call
-    returns it, for a fraction of a millisecond against the seconds a batch takes.
-    """
-    global _trim, _trim_looked_up
-    if not _trim_looked_up:
-        _trim, _trim_looked_up = _malloc_trim(), True
-    if _trim is not None:
-        _trim(0)
-
-
-def read_float32_weights(model_file: Path) -> dict[str, npt.NDArray[np.float32]]:
-    """The encoder's tensors from a ``model.safetensors`` of float32 tensors, read one by one.
-
-    safetensors' own loaders hold the whole file (read into memory, or mapped and counted in
-    the process's resident memory) while they copy each tensor out of it: twice the model's
-    87 MiB at the peak. Reading each tensor straight into its array keeps one copy. Any other
-    layout (another dtype, a malformed header) is read by safetensors itself.
-
-    Raises:
-        ModelDirectoryError: a tensor is missing or has another shape (see :func:`pick_weights`).
-    """
-    import json
-    import struct
-
-    try:
-        with model_file.open("rb") as f:
-            (header_size,) = struct.unpack("<Q", f.read(8))
-            if header_size > model_file.stat().st_size - 8:
-                raise ValueError("not a safetensors header")
-            header = json.loads(f.read(header_size))
-            entries = {name: entry for name, entry in header.items() if name != "__metadata__"}
-            if all(entry.get("dtype") == "F32" for entry in entries.values()):
-                wanted = {
-                    name: entries.get(name) or entries.get(f"bert.{name}")
-                    for name in ARCHITECTURE.weight_shapes()
-                }
-                arrays: dict[str, npt.NDArray[np.float32]] = {}
-                for name, entry in wanted.items():
-                    if entry is None:
-                        continue  # pick_weights names what is missing
-                    start, end = entry["data_offsets"]
-                    f.seek(8 + header_size + start)
-                    array = np.fromfile(f, dtype="<f4", count=(end - start) // 4)
-                    arrays[name] = array.reshape(entry["shape"])
-                return pick_weights(arrays, model_file)
-    except (OSError, ValueError, KeyError, TypeError, struct.error):
-        pass  # safetensors below reads it, or says what is wrong with it
-    st_numpy: Any = importlib.import_module("safetensors.numpy")
-    loaded = pick_weights(st_numpy.load_file(str(model_file)), model_file)
-    return {name: np.asarray(array, dtype=np.float32) for name, array in loaded.items()}
 
 
 class MiniLMTokenizer:
@@ -464,5 +393,5 @@ class LazyMiniLM(Generic[_Loaded]):
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         vectors = self._run(self._model(), items)
-        release_freed_memory()
+        release_freed_memory()  # the runtimes' per-batch buffers
         return vectors

@@ -26,10 +26,10 @@ from ._minilm import (
     MiniLMTokenizer,
     missing_modules,
     model_dir_problem,
-    read_float32_weights,
     require_model_dir,
     resolve_model_dir,
 )
+from ._weights import read_float32_weights
 from ._windows import Windowing, batches_by_tokens, resolve_windowing
 
 __all__ = ["GRAPH_PATH", "MiniLMEmbedder", "default_embedder", "embedder_available"]

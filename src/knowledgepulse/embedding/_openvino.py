@@ -29,10 +29,10 @@ from ._minilm import (
     LazyMiniLM,
     MiniLMTokenizer,
     missing_modules,
-    read_float32_weights,
     require_model_dir,
 )
 from ._torch_bf16 import cpu_has_native_bf16
+from ._weights import read_float32_weights
 from ._windows import MAX_WINDOWS, Windowing, batches_by_tokens, resolve_windowing
 
 __all__ = [
