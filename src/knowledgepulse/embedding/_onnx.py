@@ -30,7 +30,7 @@ from ._minilm import (
     resolve_model_dir,
 )
 from ._weights import read_float32_weights
-from ._windows import Windowing, batches_by_tokens, resolve_windowing
+from ._windows import Windowing, fixed_shape_batches, resolve_windowing
 
 __all__ = ["GRAPH_PATH", "MiniLMEmbedder", "default_embedder", "embedder_available"]
 
@@ -126,21 +126,27 @@ class _LoadedMiniLM:
     ) -> npt.NDArray[np.float32]:
         """Unit-norm vectors of token-id windows ([CLS] ... [SEP]), one row per window."""
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        # Length bucketing: neighbours in sorted order have similar lengths, so little padding.
-        order = np.argsort(lengths, kind="stable")
         out = np.empty((len(ids), ARCHITECTURE.hidden), dtype=np.float32)
-        for chunk in batches_by_tokens(order, lengths, batch_size, _MAX_BATCH_TOKENS):
-            width = int(lengths[chunk].max())
-            input_ids = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
+        # One padded width per window length, and never a call of one window: ONNX Runtime
+        # computes a lone row with other kernels than rows of a batch (measured: up to 7e-8
+        # apart), so a lone window is run beside a copy of itself. A window's vector then
+        # depends on the window alone, whatever batch it comes in.
+        for chunk, width in fixed_shape_batches(
+            lengths, batch_size, _MAX_BATCH_TOKENS, self.tokenizer.window_length
+        ):
+            rows = max(len(chunk), 2)
+            input_ids = np.full((rows, width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((rows, width), dtype=np.int64)
             for row, idx in enumerate(chunk):
                 n = int(lengths[idx])
                 input_ids[row, :n] = ids[idx]
                 mask[row, :n] = 1
+            if len(chunk) == 1:
+                input_ids[1], mask[1] = input_ids[0], mask[0]
             (vectors,) = self.session.run(
                 ["sentence_embedding"], {"input_ids": input_ids, "attention_mask": mask}
             )
-            out[chunk] = vectors
+            out[chunk] = vectors[: len(chunk)]
         return out
 
 

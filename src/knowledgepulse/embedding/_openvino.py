@@ -33,7 +33,7 @@ from ._minilm import (
 )
 from ._torch_bf16 import cpu_has_native_bf16
 from ._weights import read_float32_weights
-from ._windows import MAX_WINDOWS, Windowing, batches_by_tokens, resolve_windowing
+from ._windows import MAX_WINDOWS, Windowing, fixed_shape_batches, resolve_windowing
 
 __all__ = [
     "OPENVINO_INSTALL_HINT",
@@ -191,11 +191,12 @@ class _LoadedOpenVINO:
         """Unit-norm vectors of token-id windows ([CLS] ... [SEP]), one row per window."""
         request = self._request()
         lengths = np.fromiter((len(x) for x in token_ids), dtype=np.int64, count=len(token_ids))
-        # Length bucketing: neighbours in sorted order have similar lengths, so little padding.
-        order = np.argsort(lengths, kind="stable")
         out = np.empty((len(token_ids), _HIDDEN), dtype=np.float32)
-        for chunk in batches_by_tokens(order, lengths, batch_size, max_tokens):
-            width = int(lengths[chunk].max())
+        # One padded width per window length, whatever the batch: a window's vector depends
+        # on the window alone (padded_width says why).
+        for chunk, width in fixed_shape_batches(
+            lengths, batch_size, max_tokens, self.tokenizer.window_length
+        ):
             ids = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)
             for row, idx in enumerate(chunk):

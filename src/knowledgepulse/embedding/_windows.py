@@ -44,6 +44,8 @@ __all__ = [
     "WindowPlan",
     "Windowing",
     "batches_by_tokens",
+    "fixed_shape_batches",
+    "padded_width",
     "plan_windows",
     "resolve_windowing",
     "window_starts",
@@ -246,6 +248,60 @@ def _whole_words(encoding: Any, *, cut_before: bool, cut_after: bool) -> npt.NDA
     if cut_after:
         keep &= np.asarray([w != words[-1] for w in words])
     return ids[keep] if keep.any() else ids
+
+
+# Padded widths come in steps of this many tokens (see padded_width).
+SHAPE_BLOCK = 16
+
+
+def padded_width(length: int, max_length: int) -> int:
+    """The width a window of ``length`` tokens is always computed at: the last width of its
+    ``SHAPE_BLOCK``-token block (``16k + 15``), at most ``max_length``.
+
+    Why a width that depends on the window alone: bf16 kernels (OpenVINO's fused attention)
+    round differently for different padded widths, so a window padded to its batch's longest
+    got a vector that depended on its neighbours (2.2e-4 per component). Computed at a width
+    set by its own length, a window gets the same bits alone or in any batch. Why ``16k + 15``
+    and not a power of two: the attention kernel walks keys in blocks of 16, and any width in
+    the window's own block gives the bits of the unpadded window (measured on AVX512-BF16;
+    a CPU with other blocks still gets one width per length, hence the same bits everywhere
+    on that machine).
+    """
+    if length < 1:
+        raise ValueError(f"a window has at least one token, got {length}")
+    return min(SHAPE_BLOCK * (length // SHAPE_BLOCK) + SHAPE_BLOCK - 1, max(max_length, length))
+
+
+def fixed_shape_batches(
+    lengths: npt.NDArray[np.int64], batch_size: int, max_tokens: int, max_length: int
+) -> list[tuple[npt.NDArray[np.intp], int]]:
+    """Group windows (by index) into inference calls of one padded width each.
+
+    Each window is computed at :func:`padded_width` of its own length, so a call holds only
+    windows of the same width; within a width, calls take at most ``batch_size`` windows and
+    ``max_tokens`` padded tokens (always >= 1 window). Returns ``(indices, width)`` pairs,
+    widths ascending, indices ascending within a call. Which windows share a call does not
+    change any window's vector (the runtimes compute rows independently at a fixed shape).
+    """
+    count = len(lengths)
+    if count == 0:
+        return []
+    widths = np.fromiter(
+        (padded_width(int(n), max_length) for n in lengths), dtype=np.int64, count=count
+    )
+    order = np.lexsort((np.arange(count), widths))
+    calls: list[tuple[npt.NDArray[np.intp], int]] = []
+    start = 0
+    while start < count:
+        width = int(widths[order[start]])
+        end = start
+        while end < count and widths[order[end]] == width:
+            end += 1
+        rows = max(1, min(batch_size, max_tokens // width))
+        for first in range(start, end, rows):
+            calls.append((order[first : min(first + rows, end)], width))
+        start = end
+    return calls
 
 
 def batches_by_tokens(
