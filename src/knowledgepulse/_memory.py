@@ -8,7 +8,6 @@ evicted first, optional time-to-live. A persistent knowledge base implements the
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,9 +17,27 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Admit", "Nearest", "NoveltyMemory", "VectorCache"]
+__all__ = ["Admit", "Nearest", "NoveltyMemory", "VectorCache", "exact_rows"]
 
 FloatArray = npt.NDArray[np.float32]
+ExactArray = npt.NDArray[np.float64]
+
+# Unit vectors are kept on a grid of 2**-26 (float64). Why: a float32 matrix product rounds
+# differently with its shape (a lone query is a matrix-vector product, a batch a matrix
+# product; BLAS kernels, threads and CPUs differ), so the nearest similarity of a trace moved
+# with --batch-size. On the grid, every product of two components is a multiple of 2**-52 and
+# every partial sum of a dot product of unit vectors stays within [-2, 2], so float64 holds each
+# sum exactly: the similarity is the same bits in any order, on any BLAS, on any CPU. Components
+# of magnitude >= 1/8 are already on the grid; smaller ones move by at most 7.5e-9.
+_GRID = float(2**26)
+
+
+def exact_rows(rows: npt.ArrayLike) -> ExactArray:
+    """Unit rows (float32 or float64) on the exact-similarity grid, as float64: dot products of
+    such rows are exact, whatever computes them."""
+    values = np.asarray(rows, dtype=np.float64)
+    gridded: ExactArray = np.round(values * _GRID) / _GRID
+    return gridded
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +78,9 @@ class NoveltyMemory(Protocol):
 class VectorCache:
     """Brute-force cosine similarity over at most ``max_elements`` vectors, oldest evicted first.
 
-    Vectors are stored L2-normalised in a float32 ring buffer, so a query is one matrix-vector
-    product. ``ttl_seconds`` makes entries expire; ``clock`` (seconds, monotonic) is injectable
+    Vectors are stored L2-normalised in a ring buffer, on the exact-similarity grid
+    (:func:`exact_rows`), so a query is one matrix-vector product whose result does not depend
+    on how queries are batched. ``ttl_seconds`` makes entries expire; ``clock`` (seconds, monotonic) is injectable
     so expiry can be tested without sleeping. All methods are thread-safe.
     """
 
@@ -85,7 +103,7 @@ class VectorCache:
         self.ttl_seconds = ttl_seconds
         self._clock = clock
         self._lock = threading.RLock()
-        self._vectors = np.zeros((max_elements, dimensions), dtype=np.float32)
+        self._vectors = np.zeros((max_elements, dimensions), dtype=np.float64)
         self._added_at = np.zeros(max_elements, dtype=np.float64)
         self._ids: list[str | None] = [None] * max_elements  # parallel to the ring buffer
         self._start = 0  # ring-buffer index of the oldest entry
@@ -102,26 +120,23 @@ class VectorCache:
 
     def max_cosine_similarity(self, query: Sequence[float] | npt.ArrayLike) -> float:
         """Highest cosine similarity between ``query`` and any live entry; 0.0 when empty."""
-        row = self._checked_row(query)
-        # Entries are unit vectors: divide the best dot product by |query| once, not each entry.
-        norm = math.sqrt(float(row @ row))
+        row = self._as_row(query)
         with self._lock:
             self._evict_expired(self._clock())
-            if self._count == 0 or norm == 0.0:
+            if self._count == 0 or not row.any():
                 return 0.0
-            return float((self._live() @ row).max()) / norm
+            return float((self._live() @ row).max())
 
     def max_cosine_similarities(self, queries: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """:meth:`max_cosine_similarity` for each row of ``queries`` (one matrix product)."""
-        batch = self._checked_matrix(queries)
-        norms = np.sqrt(np.einsum("ij,ij->i", batch, batch))
+        batch = self._as_matrix(queries)
         with self._lock:
             self._evict_expired(self._clock())
             if self._count == 0 or batch.shape[0] == 0:
                 return np.zeros(batch.shape[0], dtype=np.float64)
-            best = (batch @ self._live().T).max(axis=1).astype(np.float64)
-        safe = np.where(norms > 0, norms, 1.0)
-        result: npt.NDArray[np.float64] = np.where(norms > 0, best / safe, 0.0)
+            best: ExactArray = (batch @ self._live().T).max(axis=1)
+        # a zero query is similar to nothing
+        result: ExactArray = np.where(batch.any(axis=1), best, 0.0)
         return result
 
     def clear(self) -> None:
@@ -187,7 +202,7 @@ class VectorCache:
             best_old = np.zeros(n, dtype=np.int64)
             if m:
                 # Entry k (0 = oldest) is still present for row i while k >= m + i - capacity.
-                sims_old = (batch @ self._live().T).astype(np.float64)  # (n, m)
+                sims_old = batch @ self._live().T  # (n, m), exact
                 first_kept = np.maximum(0, m + positions - capacity)  # (n,)
                 masked = np.where(np.arange(m)[None, :] >= first_kept[:, None], sims_old, -np.inf)
                 best_old = np.argmax(masked, axis=1)
@@ -195,7 +210,7 @@ class VectorCache:
             from_batch = np.full(n, -1, dtype=np.int64)
             if n > 1:
                 # Row j is visible to row i when j < i and it is among the last `capacity` added.
-                sims_new = (batch @ batch.T).astype(np.float64)
+                sims_new = batch @ batch.T
                 offset = positions[:, None] - positions[None, :]
                 masked = np.where((offset >= 1) & (offset <= capacity), sims_new, -np.inf)
                 best_new = np.argmax(masked, axis=1)
@@ -216,7 +231,7 @@ class VectorCache:
         return found
 
     def _nearest_then_admit(
-        self, batch: FloatArray, ids: Sequence[str | None], admit: Admit
+        self, batch: ExactArray, ids: Sequence[str | None], admit: Admit
     ) -> list[Nearest | None]:
         """The batch path when each row's addition is decided by ``admit``: the similarities
         are two matrix products, the visibility is walked row by row."""
@@ -227,8 +242,8 @@ class VectorCache:
             self._evict_expired(now)
             m = self._count
             live_ids = self._live_ids()
-            sims_old = (batch @ self._live().T).astype(np.float64) if m else None
-            sims_new = (batch @ batch.T).astype(np.float64)
+            sims_old = batch @ self._live().T if m else None
+            sims_new = batch @ batch.T
             admitted: list[int] = []
             found: list[Nearest | None] = []
             for i in range(n):
@@ -258,12 +273,12 @@ class VectorCache:
             raise ValueError(f"Expected {self.dimensions} dimensions, got {row.shape[0]}")
         return row
 
-    def _as_row(self, vector: Sequence[float] | npt.ArrayLike) -> FloatArray:
-        normalised: FloatArray = _normalise(self._checked_row(vector)[None, :])[0]
-        return normalised
+    def _as_row(self, vector: Sequence[float] | npt.ArrayLike) -> ExactArray:
+        row: ExactArray = exact_rows(_normalise(self._checked_row(vector)[None, :]))[0]
+        return row
 
-    def _as_matrix(self, vectors: npt.ArrayLike) -> FloatArray:
-        return _normalise(self._checked_matrix(vectors))
+    def _as_matrix(self, vectors: npt.ArrayLike) -> ExactArray:
+        return exact_rows(_normalise(self._checked_matrix(vectors)))
 
     def _checked_matrix(self, vectors: npt.ArrayLike) -> FloatArray:
         batch: FloatArray = np.asarray(vectors, dtype=np.float32)
@@ -274,7 +289,7 @@ class VectorCache:
             raise ValueError(f"Expected {self.dimensions} dimensions, got {got}")
         return batch
 
-    def _live(self) -> FloatArray:
+    def _live(self) -> ExactArray:
         """Live entries, oldest first."""
         end = self._start + self._count
         if end <= self.max_elements:
@@ -291,7 +306,7 @@ class VectorCache:
         return self._ids[self._start :] + self._ids[: end - self.max_elements]
 
     def _append(
-        self, rows: FloatArray, now: float, ids: Sequence[str | None] | None = None
+        self, rows: ExactArray, now: float, ids: Sequence[str | None] | None = None
     ) -> None:
         capacity = self.max_elements
         labels = list(ids) if ids is not None else [None] * rows.shape[0]

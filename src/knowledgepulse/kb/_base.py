@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import KnowledgePulseError
-from .._memory import Admit, Nearest, _normalise
+from .._memory import Admit, Nearest, _normalise, exact_rows
 
 __all__ = [
     "FORMAT_NAME",
@@ -165,7 +165,8 @@ def admit_rows(
 
     Returns each row's nearest and the traces to insert, in order.
     """
-    sims_new = batch @ batch.T
+    exact = exact_rows(batch)
+    sims_new = exact @ exact.T  # exact: the same bits however the rows are batched
     chosen: list[int] = []
     found: list[Nearest | None] = []
     to_store: list[StoredTrace] = []

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._memory import exact_rows
+
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
 
 logger = logging.getLogger("knowledgepulse")
@@ -121,8 +123,20 @@ class VectorIndex:
     # -- exact -------------------------------------------------------------------------------
 
     def _nearest_exact(self, queries: FloatArray, k: int) -> list[list[tuple[int, float]]]:
-        sims = queries @ self._matrix[: self._size].T  # (q, n)
-        return [_top(row, k) for row in sims]
+        sims = queries @ self._matrix[: self._size].T  # (q, n), float32: to find candidates
+        return [self._exact_top(row, query, k) for row, query in zip(sims, queries)]
+
+    def _exact_top(
+        self, sims: npt.NDArray[np.float32], query: FloatArray, k: int
+    ) -> list[tuple[int, float]]:
+        """The top ``k`` of one query: the best float32 candidates re-scored exactly
+        (``exact_rows``), so the similarity returned does not depend on the batch shape."""
+        wanted = min(sims.shape[0], k + _RERANK)
+        if wanted < sims.shape[0]:
+            candidates = np.sort(np.argpartition(-sims, wanted - 1)[:wanted])
+        else:
+            candidates = np.arange(sims.shape[0])
+        return _exact_order(self._matrix[candidates], candidates, query, k)
 
     # -- ANN ---------------------------------------------------------------------------------
 
@@ -141,9 +155,7 @@ class VectorIndex:
         results = []
         for row, candidates in enumerate(keys):
             candidates = candidates[(candidates >= 0) & (candidates < self._size)]
-            exact = self._matrix[candidates] @ queries[row]
-            order = sorted(range(len(candidates)), key=lambda i: (-exact[i], candidates[i]))
-            results.append([(int(candidates[i]), float(exact[i])) for i in order[:k]])
+            results.append(_exact_order(self._matrix[candidates], candidates, queries[row], k))
         return results
 
     def _ann_index(self) -> Any:
@@ -179,14 +191,19 @@ class VectorIndex:
                 tmp.replace(self.ann_path)
 
 
-def _top(row: npt.NDArray[Any], k: int) -> list[tuple[int, float]]:
-    if k == 1:
-        best = int(np.argmax(row))  # the first (oldest) of equal maxima
-        return [(best, float(row[best]))]
-    k = min(k, row.shape[0])
-    part = np.argpartition(-row, k - 1)[:k]
-    order = sorted(part.tolist(), key=lambda i: (-float(row[i]), i))
-    return [(i, float(row[i])) for i in order]
+# Float32 candidates re-scored exactly beyond the k wanted: rounding moves a similarity by
+# ~1e-7, so the exact best is among the first few float32 ones.
+_RERANK = 8
+
+
+def _exact_order(
+    rows: FloatArray, positions: npt.NDArray[Any], query: FloatArray, k: int
+) -> list[tuple[int, float]]:
+    """Up to ``k`` (position, exact cosine) pairs of ``rows``, most similar first, the older
+    (lower position) first on equal similarity."""
+    exact = exact_rows(rows) @ exact_rows(query)
+    order = sorted(range(len(positions)), key=lambda i: (-exact[i], int(positions[i])))
+    return [(int(positions[i]), float(exact[i])) for i in order[:k]]
 
 
 _usearch: bool | None = None
