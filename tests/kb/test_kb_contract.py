@@ -47,6 +47,30 @@ def test_a_new_base_takes_the_identity_and_refuses_another(kb_location: str) -> 
         assert kb.identity == IDENTITY
 
 
+def test_the_base_records_which_embedders_made_its_vectors(
+    kb_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Vectors of one model from another runtime or precision are accepted, never silently:
+    the base lists every embedder that wrote into it, and the run that adds one is told."""
+    onnx = EmbeddingIdentity("m", 384, "whole", ("m (onnx fp32)",))
+    bf16 = EmbeddingIdentity("m", 384, "whole", ("m (openvino bf16)",))
+    with open_knowledge_base(kb_location, onnx) as kb:
+        assert kb.identity.embedders == ("m (onnx fp32)",)
+    with caplog.at_level("WARNING", logger="knowledgepulse"):
+        with open_knowledge_base(kb_location, onnx):
+            pass
+        assert caplog.records == []  # the same embedder again: nothing to say
+        with open_knowledge_base(kb_location, bf16) as kb:
+            assert kb.identity.embedders == ("m (onnx fp32)", "m (openvino bf16)")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{kb.location}: its vectors were made by m (onnx fp32); this run adds vectors made "
+        "by m (openvino bf16) (the same model in another runtime or precision: similarities "
+        "across them differ by up to ~1e-4)"
+    ]
+    with open_knowledge_base(kb_location) as kb:
+        assert kb.stats().to_dict()["embedders"] == ["m (onnx fp32)", "m (openvino bf16)"]
+
+
 def test_nearest_then_add_sees_stored_and_earlier_rows(kb_location: str) -> None:
     with open_knowledge_base(kb_location, IDENTITY) as kb:
         first = kb.nearest_then_add_many(np.stack([unit(1), unit(2)]), ["a", "b"])

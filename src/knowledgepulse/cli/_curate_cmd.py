@@ -10,6 +10,8 @@ from ..distributed._cli import check_engine, engine_options
 from ._app import app
 from ._options import (
     PATHS_HELP,
+    batch_size_option,
+    embedder_option,
     from_option,
     max_errors_option,
     override_options,
@@ -61,6 +63,8 @@ from ._run import (
 @click.option(
     "--kb", metavar="FILE|URL", help="A knowledge base whose traces count as already seen."
 )
+@embedder_option
+@batch_size_option
 @from_option()
 @override_options
 @rejects_option
@@ -73,6 +77,8 @@ def curate_command(
     groups: str,
     similarity: float | None,
     kb: str | None,
+    embedder_choice: str,
+    batch_size: int,
     source_format: str,
     task_domain: str | None,
     success: bool | None,
@@ -95,7 +101,7 @@ def curate_command(
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
     options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
     console = stderr_console()
-    chosen = choose_embedder("auto", bulk=True)
+    chosen = choose_embedder(embedder_choice, bulk=True)
     if chosen.embedder is None:
         raise click.UsageError(f"kp curate compares embeddings, and there is none: {chosen.reason}")
     threshold = similarity if similarity is not None else DEFAULT_SIMILARITY
@@ -134,7 +140,13 @@ def curate_command(
                 stack, pile, chosen.embedder, address, workers, similarity=threshold, kb=base
             )
         else:
-            result = curate(pile, embedder=chosen.embedder, similarity=threshold, kb=base)
+            result = curate(
+                pile,
+                embedder=chosen.embedder,
+                similarity=threshold,
+                kb=base,
+                batch_size=batch_size,
+            )
         kept_out = open_writer(stack, output)
         groups_out = open_writer(stack, groups)
         with signals_held():

@@ -88,3 +88,27 @@ def override_options(function: F) -> F:
     ):
         function = option(function)
     return function
+
+
+def embedder_option(function: F) -> F:
+    """``--embedder``: which MiniLM runtime embeds the traces (see ``choose_embedder``)."""
+    return click.option(
+        "--embedder",
+        "embedder_choice",
+        type=click.Choice(["auto", "onnx", "openvino", "bf16"]),
+        default="auto",
+        show_default=True,
+        help="auto: on CPUs with native bf16, openvino (bf16), else bf16 (torch, the fast "
+        "extra); elsewhere onnx (fp32).",
+    )(function)
+
+
+def batch_size_option(function: F) -> F:
+    """``--batch-size``: traces embedded per call (never changes a result, only speed)."""
+    return click.option(
+        "--batch-size",
+        type=click.IntRange(min=1),
+        default=64,
+        show_default=True,
+        help="Traces embedded per batch (the output is the same for any size).",
+    )(function)

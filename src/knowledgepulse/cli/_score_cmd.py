@@ -289,10 +289,19 @@ def _worker_processes(
 
     if engine == "ray":
         return 0
-    why_not = None
     if embedder is not None:
-        why_not = "it scores without an embedder: add --no-embed"
-    elif source_format != "trace":
+        # Novelty depends on the traces before each one, and the embedder's own threads
+        # already use every core: worker processes would only compete with it. Same output.
+        if requested is not None and requested > 1:
+            stderr_console().print(
+                f"--workers {requested}: traces are embedded in this process (the embedder "
+                "uses every core itself); worker processes serve runs with --no-embed",
+                markup=False,
+                highlight=False,
+            )
+        return 0
+    why_not = None
+    if source_format != "trace":
         why_not = "it reads ReasoningTrace records, not --from " + source_format
     elif sinks.active:
         why_not = "it cannot be used with --junit, --group-by or --otel-endpoint"

@@ -9,6 +9,8 @@ source of truth, and any vector index over them is derived and rebuildable.
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,6 +21,8 @@ import numpy.typing as npt
 
 from .._errors import KnowledgePulseError
 from .._memory import Admit, Nearest, _normalise, exact_rows
+
+logger = logging.getLogger("knowledgepulse")
 
 __all__ = [
     "FORMAT_NAME",
@@ -57,6 +61,10 @@ class EmbeddingIdentity:
     model: str
     dimensions: int
     windowing: str = "first_window"
+    #: The embedders (model, runtime and precision: ``all-MiniLM-L6-v2 (openvino bf16)``) whose
+    #: vectors are in the base. Not part of the match: one model's vectors compare across
+    #: runtimes, but a base says which made them, and a run that adds another is told.
+    embedders: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, embedder: Any) -> EmbeddingIdentity:
@@ -68,10 +76,51 @@ class EmbeddingIdentity:
             model=str(model),
             dimensions=int(embedder.dimensions),
             windowing=str(getattr(embedder, "windowing", "first_window")),
+            embedders=(str(embedder.name),),
         )
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, str]) -> EmbeddingIdentity | None:
+        """The identity a base's metadata table holds, or None for a base with no vectors."""
+        if "model" not in meta:
+            return None
+        embedders = tuple(json.loads(meta["embedders"])) if "embedders" in meta else ()
+        return cls(meta["model"], int(meta["dimensions"]), meta["windowing"], embedders)
+
+    def meta_rows(self) -> list[tuple[str, str]]:
+        """The (key, value) rows of the metadata table that record this identity."""
+        return [
+            ("model", self.model),
+            ("dimensions", str(self.dimensions)),
+            ("windowing", self.windowing),
+            ("embedders", json.dumps(list(self.embedders))),
+        ]
 
     def describe(self) -> str:
         return f"{self.model} ({self.dimensions} dimensions, {self.windowing})"
+
+
+def joined_identity(
+    location: str, stored: EmbeddingIdentity, wanted: EmbeddingIdentity
+) -> EmbeddingIdentity | None:
+    """``stored`` with ``wanted``'s embedders added, when a run brings one the base has not
+    seen (None when it brings none new). Says so on the log: vectors of another runtime or
+    precision (bf16 and fp32 differ by up to ~1e-4 in cosine) are never mixed silently."""
+    new = [name for name in wanted.embedders if name not in stored.embedders]
+    if not new:
+        return None
+    if stored.embedders:
+        logger.warning(
+            "%s: its vectors were made by %s; this run adds vectors made by %s (the same "
+            "model in another runtime or precision: similarities across them differ by up to "
+            "~1e-4)",
+            location,
+            ", ".join(stored.embedders),
+            ", ".join(new),
+        )
+    return EmbeddingIdentity(
+        stored.model, stored.dimensions, stored.windowing, (*stored.embedders, *new)
+    )
 
 
 @dataclass(frozen=True)
@@ -130,6 +179,7 @@ class KnowledgeBaseStats:
             "model": identity.model if identity else None,
             "dimensions": identity.dimensions if identity else None,
             "windowing": identity.windowing if identity else None,
+            "embedders": list(identity.embedders) if identity else [],
             "by_domain": self.by_domain,
             "mean_value": self.mean_value,
             "created_at": self.created_at,

@@ -48,6 +48,7 @@ from ._base import (
     KnowledgeBaseStats,
     StoredTrace,
     admit_rows,
+    joined_identity,
     unit_rows,
     utc_now,
 )
@@ -210,22 +211,12 @@ class PostgresKnowledgeBase(AccessMixin):
     def _check_identity(
         self, wanted: EmbeddingIdentity | None, meta: dict[str, str]
     ) -> EmbeddingIdentity | None:
-        stored = None
-        if "model" in meta:
-            stored = EmbeddingIdentity(meta["model"], int(meta["dimensions"]), meta["windowing"])
+        stored = EmbeddingIdentity.from_meta(meta)
         if wanted is None:
             return stored
         if stored is None:
+            self._write_meta(wanted.meta_rows())
             with self._conn.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO kb_meta (key, value) VALUES (%s, %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                    [
-                        ("model", wanted.model),
-                        ("dimensions", str(wanted.dimensions)),
-                        ("windowing", wanted.windowing),
-                    ],
-                )
                 # The column takes its dimensions now: an HNSW index needs them.
                 cursor.execute(
                     f"ALTER TABLE traces ALTER COLUMN embedding TYPE vector({int(wanted.dimensions)})"
@@ -236,7 +227,19 @@ class PostgresKnowledgeBase(AccessMixin):
                 f"{self.location}: its vectors were made with {stored.describe()}, not "
                 f"{wanted.describe()}; use the same embedder, or another base"
             )
+        joined = joined_identity(self.location, stored, wanted)
+        if joined is not None:
+            self._write_meta(joined.meta_rows()[-1:])
+            return joined
         return stored
+
+    def _write_meta(self, rows: list[tuple[str, str]]) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO kb_meta (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                rows,
+            )
 
     # -- the NoveltyMemory protocol ------------------------------------------------------------
 

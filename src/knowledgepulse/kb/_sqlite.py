@@ -34,6 +34,7 @@ from ._base import (
     KnowledgeBaseStats,
     StoredTrace,
     admit_rows,
+    joined_identity,
     unit_rows,
     utc_now,
 )
@@ -148,29 +149,28 @@ class SQLiteKnowledgeBase(AccessMixin):
         return dict(self._conn.execute("SELECT key, value FROM kb_meta"))
 
     def _check_identity(self, wanted: EmbeddingIdentity | None) -> EmbeddingIdentity | None:
-        meta = self._meta()
-        stored = None
-        if "model" in meta:
-            stored = EmbeddingIdentity(meta["model"], int(meta["dimensions"]), meta["windowing"])
+        stored = EmbeddingIdentity.from_meta(self._meta())
         if wanted is None:
             return stored
         if stored is None:
-            with self._write():
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO kb_meta (key, value) VALUES (?, ?)",
-                    [
-                        ("model", wanted.model),
-                        ("dimensions", str(wanted.dimensions)),
-                        ("windowing", wanted.windowing),
-                    ],
-                )
+            self._write_meta(wanted.meta_rows())
             return wanted
         if stored != wanted:
             raise KnowledgeBaseMismatchError(
                 f"{self.location}: its vectors were made with {stored.describe()}, not "
                 f"{wanted.describe()}; use the same embedder, or another base"
             )
+        joined = joined_identity(self.location, stored, wanted)
+        if joined is not None:
+            self._write_meta(joined.meta_rows()[-1:])
+            return joined
         return stored
+
+    def _write_meta(self, rows: list[tuple[str, str]]) -> None:
+        with self._write():
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO kb_meta (key, value) VALUES (?, ?)", rows
+            )
 
     # -- the NoveltyMemory protocol ------------------------------------------------------------
 
