@@ -349,7 +349,12 @@ def explain(
         why = "; ".join(f"{name}: {message.rstrip('.')}" for name, message in undetermined.items())
         sentences.append(f"Why undetermined: {why}.")
     for name, verdict in (verdicts or {}).items():
-        if verdict.passed is not None and verdict.reasoning:
+        # A verdict for which no model was asked (samples 0) is a plain check's finding: only
+        # a failure is worth a sentence (the result's verdicts keep every reason).
+        checked = verdict.samples == 0
+        if checked and verdict.passed is False and verdict.reasoning:
+            sentences.append(f"Checked {name}: no: {verdict.reasoning}")
+        elif not checked and verdict.passed is not None and verdict.reasoning:
             answer = "yes" if verdict.passed else "no"
             votes = (
                 f" ({verdict.yes} of {verdict.yes + verdict.no} yes)" if verdict.samples > 1 else ""
