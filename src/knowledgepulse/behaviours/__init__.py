@@ -16,6 +16,7 @@ when the trace lacks what it needs, with a one-line reason naming the steps.
 from ._checks import (
     DEFAULT_CONSENT_PATTERN,
     DEFAULT_MAX_STEPS,
+    DEFAULT_SCRATCH_TOOLS,
     Finding,
     Loop,
     UnrecoveredError,
@@ -61,6 +62,7 @@ __all__ = [
     "DEFAULT_CONSENT_PATTERN",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_READ_ONLY_TOOLS",
+    "DEFAULT_SCRATCH_TOOLS",
     "Behaviour",
     "BehaviourCheck",
     "ExpectedAction",

@@ -37,6 +37,7 @@ from ._schema_check import schema_problems
 __all__ = [
     "DEFAULT_CONSENT_PATTERN",
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_SCRATCH_TOOLS",
     "Finding",
     "Loop",
     "UnrecoveredError",
@@ -61,6 +62,10 @@ DEFAULT_CONSENT_PATTERN = (
     r"correct|that'?s right|sounds good|agreed?|i agree|approved?)\b"
 )
 _REFUSAL = re.compile(r"^\W*(no|nope|not|don'?t|do not|wait|hold on|stop)\b", re.IGNORECASE)
+
+#: Tools that only note or compute (tau-bench's ``think`` and ``calculate``): they succeed
+#: whatever happened, so calling one after an error is no recovery.
+DEFAULT_SCRATCH_TOOLS: tuple[str, ...] = ("think", "calculate")
 
 #: Agent actions (thoughts, tool calls, error recoveries) allowed by ``within_budget``:
 #: tau-bench stops a conversation after 30 agent actions (its ``max_num_steps``).
@@ -191,10 +196,15 @@ class UnrecoveredError:
         return f"the error at step {self.step}{what}"
 
 
-def unrecovered_errors(trace: ReasoningTrace) -> list[UnrecoveredError]:
+def unrecovered_errors(
+    trace: ReasoningTrace, *, scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS
+) -> list[UnrecoveredError]:
     """The failed observations not followed, before the end, by a *different* tool call (other
     tool or other arguments than the call that failed) that succeeded (its observation came and
-    was not an error). Retrying the same call is not recovering."""
+    was not an error). Retrying the same call is not recovering, and neither is a call to one of
+    ``scratch_tools`` (names or ``fnmatch`` patterns: tools that only note or compute, such as
+    tau-bench's ``think``, which succeed whatever happened)."""
+    scratch = tuple(scratch_tools)
     calls = tool_calls(trace)
     answered_by = {call.result_step: call for call in calls if call.result_step is not None}
     unrecovered: list[UnrecoveredError] = []
@@ -204,6 +214,7 @@ def unrecovered_errors(trace: ReasoningTrace) -> list[UnrecoveredError]:
             call.step_id > observation.step_id
             and call.result_step is not None
             and not call.failed
+            and not is_read_only(call.name, scratch)
             and (failed_call is None or call.signature != failed_call.signature)
             for call in calls
         )
@@ -212,7 +223,9 @@ def unrecovered_errors(trace: ReasoningTrace) -> list[UnrecoveredError]:
     return unrecovered
 
 
-def errors_recovered(trace: ReasoningTrace) -> Finding:
+def errors_recovered(
+    trace: ReasoningTrace, *, scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS
+) -> Finding:
     """Every failed observation is followed, before the end, by a different action that
     succeeds (:func:`unrecovered_errors`); undetermined without tool calls or errors."""
     failures = failed_observations(trace)
@@ -221,7 +234,7 @@ def errors_recovered(trace: ReasoningTrace) -> Finding:
         if not calls:
             return _undetermined("the trace has no tool calls")
         return Finding(True, f"no failed observation in {len(calls)} tool calls")
-    left = unrecovered_errors(trace)
+    left = unrecovered_errors(trace, scratch_tools=scratch_tools)
     if not left:
         ids = tuple(step.step_id for step in failures)
         return Finding(

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from .._schema import ReasoningTrace
 from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
 from . import _checks
-from ._checks import DEFAULT_CONSENT_PATTERN, DEFAULT_MAX_STEPS, Finding
+from ._checks import DEFAULT_CONSENT_PATTERN, DEFAULT_MAX_STEPS, DEFAULT_SCRATCH_TOOLS, Finding
 from ._facts import DEFAULT_READ_ONLY_TOOLS
 
 __all__ = [
@@ -169,6 +169,15 @@ BEHAVIOURS: dict[str, Behaviour] = {
             "an error left unanswered usually leaves the task half done",
             _checks.errors_recovered,
             "Every failed observation is followed by a different call that succeeds",
+            (
+                Parameter(
+                    "scratch_tools",
+                    "patterns",
+                    DEFAULT_SCRATCH_TOOLS,
+                    "tools that only note or compute succeed whatever happened: calling one "
+                    "after an error recovers nothing",
+                ),
+            ),
         ),
         Behaviour(
             "known_tools",
