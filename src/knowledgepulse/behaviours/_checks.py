@@ -287,7 +287,7 @@ def valid_arguments(trace: ReasoningTrace) -> Finding:
         assert schema is not None  # filtered above
         problems = schema_problems(dict(call.arguments), schema)
         if problems:
-            bad.append((call, problems[0]))
+            bad.append((call, " and ".join(problems[:2])))
     if not bad:
         return Finding(True, f"the arguments of {len(checked)} calls match their tools' schemas")
     shown = "; ".join(f"step {call.step_id} {call.name}: {problem}" for call, problem in bad[:3])

@@ -113,7 +113,7 @@ def _check_object(
     if isinstance(required, list):
         for key in required:
             if isinstance(key, str) and key not in value:
-                problems.append(f"{_at(path, key)}: required, missing")
+                problems.append(f"{_at(path, key)}: missing (required)")
     properties = schema.get("properties")
     properties = properties if isinstance(properties, Mapping) else {}
     additional = schema.get("additionalProperties", True)
