@@ -14,6 +14,7 @@ from knowledgepulse.behaviours import (
     known_tools,
     no_loops,
     schema_problems,
+    state_changing_calls,
     tool_calls,
     unconfirmed_writes,
     unrecovered_errors,
@@ -182,16 +183,21 @@ def test_no_loops_undetermined_without_tool_calls() -> None:
 # -- errors_recovered ------------------------------------------------------------------------
 
 
-def test_an_error_followed_by_a_different_successful_call_is_recovered() -> None:
+def test_an_error_followed_by_a_successful_call_is_recovered() -> None:
     finding = errors_recovered(
         trace(call("pay", card=1), result("declined", error=True), call("pay", card=2), result())
     )
     assert finding == Finding(
-        True, "the errors at step 1 were each followed by a different call that succeeded", (1,)
+        True, "the errors at step 1 were each followed by a call that succeeded", (1,)
     )
+    # The same call retried once the cause is gone (a timeout) recovers too.
+    retried = trace(call("search", q="x"), result("timeout", error=True), call("search", q="x"))
+    assert errors_recovered(retried).passed is False  # no answer yet
+    answered_retry = trace(*retried.model_dump()["steps"], result("found"))
+    assert errors_recovered(answered_retry).passed is True
 
 
-def test_retrying_the_same_call_or_thinking_is_no_recovery() -> None:
+def test_failing_again_or_thinking_is_no_recovery() -> None:
     failing = trace(
         call("pay", card=1),
         result("declined", error=True),
@@ -206,9 +212,10 @@ def test_retrying_the_same_call_or_thinking_is_no_recovery() -> None:
     assert finding.passed is False
     assert finding.reason == (
         "the error at step 1 (pay at step 0); the error at step 5 (pay at step 4): "
-        "not followed by a different call that succeeded"
+        "not followed by a call that succeeded"
     )
-    assert errors_recovered(failing, scratch_tools=[]).passed is False  # step 5 still open
+    # Counted as a recovery when think is not a scratch tool: step 1 then was followed by one.
+    assert [e.step for e in unrecovered_errors(failing, scratch_tools=[])] == [5]
 
 
 def test_errors_recovered_without_errors_passes_and_without_calls_is_undetermined() -> None:
@@ -304,25 +311,31 @@ def test_a_write_without_consent_fails() -> None:
         result(),
         say("Proceed with the refund?"),
         user("Wait, how much is it?"),
-        call("refund", id="R1"),
+        call("refund_payment", id="R1"),
     )
     assert unconfirmed_writes(made) != []
     finding = confirmed_before_write(made)
     assert finding == Finding(
         False,
-        "cancel_reservation, refund at steps 2, 6 without the user's consent since the proposal",
+        "cancel_reservation, refund_payment at steps 2, 6 without the user's consent since the proposal",
         (2, 6),
     )
 
 
 def test_write_tools_and_the_consent_pattern_are_configurable() -> None:
-    made = trace(say("Shall I?"), user("Affirmative."), call("launch"), call("log_event"))
-    assert confirmed_before_write(made).passed is False
+    made = trace(say("Shall I?"), user("Affirmative."), call("launch"), call("send_report"))
+    assert confirmed_before_write(made).steps == (3,)  # launch is not a write by its name
     # One consent covers the writes that follow it until the user speaks again.
-    assert confirmed_before_write(made, consent_pattern=r"affirmative").steps == (2, 3)
+    assert confirmed_before_write(made, consent_pattern=r"affirmative").passed is True
     chosen = confirmed_before_write(made, write_tools=["launch"], consent_pattern="affirmative")
     assert chosen == Finding(
         True, "the user consented before each state-changing call (step 2)", (2,)
+    )
+    # The tools the task's expected actions name are writes too.
+    expected = trace(*made.model_dump()["steps"], ground_truth={"actions": [{"name": "launch"}]})
+    assert [c.step_id for c in state_changing_calls(expected)] == [2, 3]
+    assert confirmed_before_write(trace(say("Look?"), user("ok"), call("screenshot"))) == (
+        Finding(None, "the trace has no state-changing call")
     )
 
 
@@ -330,7 +343,7 @@ def test_confirmed_before_write_undetermined_without_user_turns_or_writes() -> N
     assert confirmed_before_write(trace(call("cancel"))) == Finding(
         None, "the trace has no user turns after the task"
     )
-    assert confirmed_before_write(trace(user("hi"), call("get_user"))) == Finding(
+    assert confirmed_before_write(trace(user("hi"), call("get_user"), call("lookup"))) == Finding(
         None, "the trace has no state-changing call"
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_CONSENT_PATTERN",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_SCRATCH_TOOLS",
+    "DEFAULT_WRITE_TOOLS",
     "Finding",
     "Loop",
     "UnrecoveredError",
@@ -48,6 +49,7 @@ __all__ = [
     "find_loops",
     "known_tools",
     "no_loops",
+    "state_changing_calls",
     "unconfirmed_writes",
     "unrecovered_errors",
     "valid_arguments",
@@ -62,6 +64,33 @@ DEFAULT_CONSENT_PATTERN = (
     r"correct|that'?s right|sounds good|agreed?|i agree|approved?)\b"
 )
 _REFUSAL = re.compile(r"^\W*(no|nope|not|don'?t|do not|wait|hold on|stop)\b", re.IGNORECASE)
+
+#: Tools taken to change state, as name patterns: the verbs that name writes in the tool sets
+#: seen (tau-bench's airline and retail tools: book_reservation, cancel_pending_order,
+#: modify_user_address, exchange_delivered_order_items, send_certificate, ...). A tool named
+#: otherwise (``screenshot``, ``web_search``) is not presumed to change anything.
+DEFAULT_WRITE_TOOLS: tuple[str, ...] = (
+    "add_*",
+    "book_*",
+    "cancel_*",
+    "change_*",
+    "create_*",
+    "delete_*",
+    "edit_*",
+    "exchange_*",
+    "modify_*",
+    "pay_*",
+    "post_*",
+    "refund_*",
+    "remove_*",
+    "return_*",
+    "send_*",
+    "set_*",
+    "submit_*",
+    "update_*",
+    "upgrade_*",
+    "write_*",
+)
 
 #: Tools that only note or compute (tau-bench's ``think`` and ``calculate``): they succeed
 #: whatever happened, so calling one after an error is no recovery.
@@ -186,7 +215,7 @@ def no_loops(
 @dataclass(frozen=True)
 class UnrecoveredError:
     """A failed observation (``step``) with the call it answered, when there was one, that no
-    different successful call followed."""
+    successful call followed."""
 
     step: int
     call: ToolCall | None
@@ -199,11 +228,12 @@ class UnrecoveredError:
 def unrecovered_errors(
     trace: ReasoningTrace, *, scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS
 ) -> list[UnrecoveredError]:
-    """The failed observations not followed, before the end, by a *different* tool call (other
-    tool or other arguments than the call that failed) that succeeded (its observation came and
-    was not an error). Retrying the same call is not recovering, and neither is a call to one of
-    ``scratch_tools`` (names or ``fnmatch`` patterns: tools that only note or compute, such as
-    tau-bench's ``think``, which succeed whatever happened)."""
+    """The failed observations not followed, before the end, by a later tool call that
+    succeeded (its observation came and was not an error): another call, or the same one
+    retried once the cause was gone (a timeout, say). A retry that fails again recovers
+    nothing, and neither does a call to one of ``scratch_tools`` (names or ``fnmatch``
+    patterns: tools that only note or compute, such as tau-bench's ``think``, which succeed
+    whatever happened)."""
     scratch = tuple(scratch_tools)
     calls = tool_calls(trace)
     answered_by = {call.result_step: call for call in calls if call.result_step is not None}
@@ -215,7 +245,6 @@ def unrecovered_errors(
             and call.result_step is not None
             and not call.failed
             and not is_read_only(call.name, scratch)
-            and (failed_call is None or call.signature != failed_call.signature)
             for call in calls
         )
         if not recovered:
@@ -226,8 +255,8 @@ def unrecovered_errors(
 def errors_recovered(
     trace: ReasoningTrace, *, scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS
 ) -> Finding:
-    """Every failed observation is followed, before the end, by a different action that
-    succeeds (:func:`unrecovered_errors`); undetermined without tool calls or errors."""
+    """Every failed observation is followed, before the end, by a later call that succeeds
+    (:func:`unrecovered_errors`); undetermined without tool calls or errors."""
     failures = failed_observations(trace)
     if not failures:
         calls = tool_calls(trace)
@@ -239,13 +268,13 @@ def errors_recovered(
         ids = tuple(step.step_id for step in failures)
         return Finding(
             True,
-            f"the errors at {steps_text(ids)} were each followed by a different call that succeeded",
+            f"the errors at {steps_text(ids)} were each followed by a call that succeeded",
             ids,
         )
     reason = "; ".join(error.describe() for error in left)
     return Finding(
         False,
-        f"{reason}: not followed by a different call that succeeded",
+        f"{reason}: not followed by a call that succeeded",
         tuple(error.step for error in left),
     )
 
@@ -373,22 +402,25 @@ def _differing_keys(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str
 def unconfirmed_writes(
     trace: ReasoningTrace,
     *,
-    write_tools: Sequence[str] = (),
+    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     consent_pattern: str = DEFAULT_CONSENT_PATTERN,
 ) -> list[ToolCall]:
     """The state-changing calls not preceded by consent: the latest user turn before the call
     must say yes (``consent_pattern``, not opening with a refusal such as "no" or "wait") and
-    come after an agent message (the proposal it answers).
+    come after an agent message (the proposal it answers). One yes covers the calls that follow
+    it until the user speaks again.
 
-    The state-changing tools are ``write_tools`` (names or ``fnmatch`` patterns) when given,
-    else every tool not matching ``read_only_tools``.
+    The state-changing calls (:func:`state_changing_calls`) are those to tools matching
+    ``write_tools`` (names or ``fnmatch`` patterns) and to the tools the task's expected
+    actions name, unless they match ``read_only_tools``.
     """
     consent = re.compile(consent_pattern, re.IGNORECASE)
-    read_only = tuple(read_only_tools)
     position = {step.step_id: index for index, step in enumerate(trace.steps)}
     unconfirmed: list[ToolCall] = []
-    for call in _writes(trace, write_tools, read_only):
+    for call in state_changing_calls(
+        trace, write_tools=write_tools, read_only_tools=read_only_tools
+    ):
         before = trace.steps[: position[call.step_id]]
         turn_index = next(
             (i for i in range(len(before) - 1, -1, -1) if is_user_turn(before[i])), None
@@ -403,18 +435,30 @@ def unconfirmed_writes(
     return unconfirmed
 
 
-def _writes(
-    trace: ReasoningTrace, write_tools: Sequence[str], read_only: tuple[str, ...]
+def state_changing_calls(
+    trace: ReasoningTrace,
+    *,
+    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
+    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
 ) -> list[ToolCall]:
-    if write_tools:
-        return [call for call in tool_calls(trace) if is_read_only(call.name, write_tools)]
-    return [call for call in tool_calls(trace) if not is_read_only(call.name, read_only)]
+    """The calls to tools matching ``write_tools``, or named by the task's expected actions
+    (``metadata.ground_truth``), that do not match ``read_only_tools``; failed ones included
+    (trying to change state needs consent as much as changing it)."""
+    writes = tuple(write_tools)
+    read_only = tuple(read_only_tools)
+    expected = {action.name for action in expected_actions(trace) or ()}
+    return [
+        call
+        for call in tool_calls(trace)
+        if (call.name in expected or is_read_only(call.name, writes))
+        and not is_read_only(call.name, read_only)
+    ]
 
 
 def confirmed_before_write(
     trace: ReasoningTrace,
     *,
-    write_tools: Sequence[str] = (),
+    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     consent_pattern: str = DEFAULT_CONSENT_PATTERN,
 ) -> Finding:
@@ -422,7 +466,7 @@ def confirmed_before_write(
     (:func:`unconfirmed_writes`); undetermined without user turns or state-changing calls."""
     if not user_turns(trace):
         return _undetermined("the trace has no user turns after the task")
-    writes = _writes(trace, write_tools, tuple(read_only_tools))
+    writes = state_changing_calls(trace, write_tools=write_tools, read_only_tools=read_only_tools)
     if not writes:
         return _undetermined("the trace has no state-changing call")
     left = unconfirmed_writes(

@@ -22,7 +22,13 @@ from typing import Any, Literal
 from .._schema import ReasoningTrace
 from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
 from . import _checks
-from ._checks import DEFAULT_CONSENT_PATTERN, DEFAULT_MAX_STEPS, DEFAULT_SCRATCH_TOOLS, Finding
+from ._checks import (
+    DEFAULT_CONSENT_PATTERN,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SCRATCH_TOOLS,
+    DEFAULT_WRITE_TOOLS,
+    Finding,
+)
 from ._facts import DEFAULT_READ_ONLY_TOOLS
 
 __all__ = [
@@ -168,7 +174,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             0.10,
             "an error left unanswered usually leaves the task half done",
             _checks.errors_recovered,
-            "Every failed observation is followed by a different call that succeeds",
+            "Every failed observation is followed by a later call that succeeds",
             (
                 Parameter(
                     "scratch_tools",
@@ -206,8 +212,9 @@ BEHAVIOURS: dict[str, Behaviour] = {
                 Parameter(
                     "write_tools",
                     "patterns",
-                    (),
-                    "empty: every tool that is not read-only (read_only_tools) changes state",
+                    DEFAULT_WRITE_TOOLS,
+                    "the verbs that name writes (book_*, cancel_*, update_*, send_*, ...); the "
+                    "tools the task's expected actions name count too",
                 ),
                 _READ_ONLY,
                 Parameter(
