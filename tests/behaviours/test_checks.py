@@ -355,10 +355,15 @@ def test_answered() -> None:
     assert answered(trace(call("a"), result(), say("Here it is."), user("thanks"))) == Finding(
         True, "step 2 answers the user", (2,)
     )
-    ended = answered(trace(say("Let me look."), call("transfer_to_human"), user("ok")))
+    ended = answered(trace(say("Let me look."), call("search"), user("ok")))
     assert ended == Finding(
         False, "the agent's last step, 1, is a tool call: no answer follows", (1,)
     )
+    handed = trace(say("One moment."), call("transfer_to_human_agents"), result("Transferred"))
+    assert answered(handed) == Finding(
+        True, "step 1 hands the user over (transfer_to_human_agents)", (1,)
+    )
+    assert answered(handed, handoff_tools=[]).passed is False
     # A native trace's own result summary is its answer.
     native = trace(call("a"), result(), summary="The answer is 42", imported=False)
     assert answered(native) == Finding(True, "the outcome's result_summary answers the task")

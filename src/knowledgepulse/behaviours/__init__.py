@@ -15,6 +15,7 @@ when the trace lacks what it needs, with a one-line reason naming the steps.
 
 from ._checks import (
     DEFAULT_CONSENT_PATTERN,
+    DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
@@ -62,6 +63,7 @@ __all__ = [
     "AGENT_RUBRIC",
     "BEHAVIOURS",
     "DEFAULT_CONSENT_PATTERN",
+    "DEFAULT_HANDOFF_TOOLS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_READ_ONLY_TOOLS",
     "DEFAULT_SCRATCH_TOOLS",

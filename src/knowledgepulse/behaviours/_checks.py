@@ -36,6 +36,7 @@ from ._schema_check import schema_problems
 
 __all__ = [
     "DEFAULT_CONSENT_PATTERN",
+    "DEFAULT_HANDOFF_TOOLS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_SCRATCH_TOOLS",
     "DEFAULT_WRITE_TOOLS",
@@ -91,6 +92,10 @@ DEFAULT_WRITE_TOOLS: tuple[str, ...] = (
     "upgrade_*",
     "write_*",
 )
+
+#: Tools that end a conversation by handing the user over to a person (tau-bench's
+#: ``transfer_to_human_agents``): the handoff is the run's answer.
+DEFAULT_HANDOFF_TOOLS: tuple[str, ...] = ("transfer_to_*",)
 
 #: Tools that only note or compute (tau-bench's ``think`` and ``calculate``): they succeed
 #: whatever happened, so calling one after an error is no recovery.
@@ -492,10 +497,13 @@ def confirmed_before_write(
 # -- the end -----------------------------------------------------------------------------------
 
 
-def answered(trace: ReasoningTrace) -> Finding:
+def answered(
+    trace: ReasoningTrace, *, handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS
+) -> Finding:
     """The run ends with a non-empty answer to the user: its last agent step is a thought with
-    text, or the outcome's ``result_summary`` is an answer of its own (not a copy of a thought,
-    which importers make when the source gives no final answer)."""
+    text, or a call handing the user over to a person (``handoff_tools``, names or ``fnmatch``
+    patterns), or the outcome's ``result_summary`` is an answer of its own (not a copy of a
+    thought, which importers make when the source gives no final answer)."""
     summary = trace.outcome.result_summary.strip()
     thoughts = {(step.content or "").strip() for step in trace.steps if step.type == "thought"}
     if summary and summary not in thoughts:
@@ -506,6 +514,12 @@ def answered(trace: ReasoningTrace) -> Finding:
     last = agents[-1]
     if last.type == "thought" and (last.content or "").strip():
         return Finding(True, f"step {last.step_id} answers the user", (last.step_id,))
+    if last.tool is not None and is_read_only(last.tool.name, tuple(handoff_tools)):
+        return Finding(
+            True,
+            f"step {last.step_id} hands the user over ({last.tool.name})",
+            (last.step_id,),
+        )
     what = "an empty thought" if last.type == "thought" else f"a {last.type.replace('_', ' ')}"
     return Finding(
         False,

@@ -24,6 +24,7 @@ from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verd
 from . import _checks
 from ._checks import (
     DEFAULT_CONSENT_PATTERN,
+    DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
@@ -231,7 +232,16 @@ BEHAVIOURS: dict[str, Behaviour] = {
             0.10,
             "a run that ends without telling the user the result leaves them guessing",
             _checks.answered,
-            "The run ends with a non-empty answer to the user",
+            "The run ends with a non-empty answer to the user (or hands them over)",
+            (
+                Parameter(
+                    "handoff_tools",
+                    "patterns",
+                    DEFAULT_HANDOFF_TOOLS,
+                    "a run that ends by handing the user over to a person has answered: "
+                    "tau-bench's transfer_to_human_agents ends the conversation",
+                ),
+            ),
         ),
         Behaviour(
             "within_budget",
