@@ -10,6 +10,7 @@ from knowledgepulse.behaviours import (
     errors_recovered,
     expected_actions,
     expected_actions_match,
+    expected_outputs,
     find_loops,
     known_tools,
     no_loops,
@@ -126,6 +127,21 @@ def test_expected_actions_fail_naming_the_differing_arguments_and_the_extra_call
 def test_expected_actions_fail_when_an_expected_call_was_not_made() -> None:
     finding = expected_actions_match(trace(say("Done"), ground_truth=BOOKING))
     assert finding == Finding(False, "expected book(flight=HAT1, amount=250) was not made", ())
+
+
+def test_expected_actions_need_the_expected_outputs_told() -> None:
+    truth = {"task": {"actions": [], "outputs": ["23553"]}}
+    told = trace(
+        call("calculate", expression="1+1"), say("The total is $23,553."), ground_truth=truth
+    )
+    assert expected_actions_match(told) == Finding(
+        True, "no state-changing call expected and none made; the 1 expected outputs were told"
+    )
+    assert expected_outputs(told) == ["23553"]
+    untold = expected_actions_match(trace(say("The total is large."), ground_truth=truth))
+    assert untold == Finding(False, "expected output '23553' was never told to the user")
+    tau2 = {"evaluation_criteria": {"actions": [], "communicate_info": ["R1 refunded"]}}
+    assert expected_actions_match(trace(say("r1 refunded."), ground_truth=tau2)).passed is True
 
 
 def test_expected_actions_undetermined_without_ground_truth() -> None:

@@ -23,6 +23,7 @@ from ._facts import (
     agent_steps,
     canonical_arguments,
     expected_actions,
+    expected_outputs,
     failed_observations,
     is_read_only,
     is_user_turn,
@@ -336,10 +337,13 @@ def expected_actions_match(
     trace: ReasoningTrace, *, read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS
 ) -> Finding:
     """The state-changing calls made equal the expected ones by name and arguments, as a
-    multiset (order-free); undetermined without expected actions in ``metadata.ground_truth``.
+    multiset (order-free), and what the task expected the agent to tell the user was told;
+    undetermined without expected actions in ``metadata.ground_truth``.
 
     Calls to tools matching ``read_only_tools`` are left out on both sides, and so are calls
-    whose observation was an error (a refused write changed nothing).
+    whose observation was an error (a refused write changed nothing). An expected output
+    (tau-bench's ``outputs``, tau2's ``communicate_info``) is told when an agent message
+    contains it, compared as tau-bench does: ignoring case and commas ("23,553" tells 23553).
     """
     expected = expected_actions(trace)
     if expected is None:
@@ -363,15 +367,20 @@ def expected_actions_match(
         if missing[action.signature] > 0:
             missing[action.signature] -= 1
             left.append(action)
+    outputs = expected_outputs(trace)
+    untold = _untold(trace, outputs)
     made_steps = tuple(call.step_id for call in made)
-    if not extra and not left:
+    if not extra and not left and not untold:
         if not wanted:
-            return Finding(True, "no state-changing call expected and none made")
-        return Finding(
-            True,
-            f"the {len(wanted)} expected state-changing calls were made ({steps_text(made_steps)})",
-            made_steps,
-        )
+            reason = "no state-changing call expected and none made"
+        else:
+            reason = (
+                f"the {len(wanted)} expected state-changing calls were made "
+                f"({steps_text(made_steps)})"
+            )
+        if outputs:
+            reason += f"; the {len(outputs)} expected outputs were told"
+        return Finding(True, reason, made_steps)
     parts: list[str] = []
     for call in extra:
         twin = next((action for action in left if action.name == call.name), None)
@@ -387,7 +396,21 @@ def expected_actions_match(
             )
     for action in left:
         parts.append(f"expected {show_call(action.name, action.arguments, 60)} was not made")
+    for output in untold:
+        parts.append(f"expected output {output[:40]!r} was never told to the user")
     return Finding(False, "; ".join(parts), tuple(call.step_id for call in extra))
+
+
+def _told(text: str) -> str:
+    return text.lower().replace(",", "")
+
+
+def _untold(trace: ReasoningTrace, outputs: list[str]) -> list[str]:
+    if not outputs:
+        return []
+    said = [_told(step.content or "") for step in trace.steps if step.type != "observation"]
+    said.append(_told(trace.outcome.result_summary))
+    return [output for output in outputs if not any(_told(output) in text for text in said)]
 
 
 def _differing_keys(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "agent_steps",
     "canonical_arguments",
     "expected_actions",
+    "expected_outputs",
     "failed_observations",
     "is_read_only",
     "show_call",
@@ -248,6 +249,28 @@ def expected_actions(trace: ReasoningTrace) -> list[ExpectedAction] | None:
         if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
             return _actions(value)
     return None
+
+
+def expected_outputs(trace: ReasoningTrace) -> list[str]:
+    """What the task expected the agent to tell the user, from ``metadata.ground_truth``:
+    ``outputs`` or ``task.outputs`` (tau-bench), ``evaluation_criteria.communicate_info`` or
+    ``task.evaluation_criteria.communicate_info`` (tau2); the strings of the first list found,
+    empty when there is none."""
+    truth = _extra(trace.metadata, "ground_truth")
+    if not isinstance(truth, Mapping):
+        return []
+    for path in (
+        ("outputs",),
+        ("task", "outputs"),
+        ("evaluation_criteria", "communicate_info"),
+        ("task", "evaluation_criteria", "communicate_info"),
+    ):
+        value: Any = truth
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+            return [item for item in value if isinstance(item, str) and item.strip()]
+    return []
 
 
 def _actions(items: Iterable[Any]) -> list[ExpectedAction] | None:
