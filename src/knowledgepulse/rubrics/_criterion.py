@@ -58,7 +58,10 @@ class Verdict(BaseModel):
     (``samples``) and how they went (``yes``, ``no``, ``undetermined``), ``pass_rate`` (yes
     among the determined answers) and ``spread`` (their standard deviation, 0 when unanimous,
     0.5 at an even split), the ``rule`` that decided, the tokens spent in this run, how many
-    answers came from the cache, and ``problems``: why answers were undetermined.
+    answers came from the cache, and ``problems``: why answers were undetermined. A check that
+    asks no model (the behaviour checks of :mod:`knowledgepulse.behaviours`) gives ``samples``
+    0; its ``reasoning`` is the finding's reason, and a failed one is explained as
+    ``Checked NAME: no: reason`` rather than ``Judged``.
     """
 
     model_config = ConfigDict(frozen=True)
