@@ -107,6 +107,23 @@ def test_a_wrong_action_fails_the_gate_and_is_explained() -> None:
     )
 
 
+def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_undetermined() -> (
+    None
+):
+    evaluated = AGENT_RUBRIC.evaluate(Case(trace=trace(say("The answer is 42."))))
+    assert evaluated.undetermined == {
+        "expected_actions": "the trace has no expected actions in metadata.ground_truth",
+        "no_loops": "the trace has no tool calls",
+        "errors_recovered": "the trace has no tool calls",
+        "known_tools": "the trace declares no tools",
+        "valid_arguments": "the trace declares no tools",
+        "confirmed_before_write": "the trace has no user turns after the task",
+    }
+    assert evaluated.failed == [] and evaluated.errors == {}
+    assert evaluated.passed == ["answered", "within_budget"]
+    assert evaluated.score == 1.0 and evaluated.gate_passed is True
+
+
 def test_a_case_without_a_trace_is_undetermined_everywhere() -> None:
     evaluated = AGENT_RUBRIC.evaluate(Case(case_id="bare"))
     assert set(evaluated.details.values()) == {None}

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .._schema import ReasoningTrace, Step
@@ -82,9 +83,10 @@ class ToolCall:
     result_step: int | None = None
     failed: bool = False
 
-    @property
+    @cached_property
     def signature(self) -> tuple[str, str]:
         """(name, canonical arguments): equal for two calls of one tool with equal arguments."""
+        # Cached: loops, expected actions and consent all compare calls by it.
         return self.name, canonical_arguments(self.arguments)
 
 
