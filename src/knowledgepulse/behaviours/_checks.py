@@ -414,14 +414,20 @@ def _untold(trace: ReasoningTrace, outputs: list[str]) -> list[str]:
 
 
 def _differing_keys(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    """The argument names whose values differ (or that one side lacks), at most five."""
     keys = sorted(
-        key
-        for key in {*made, *expected}
-        if key not in made
-        or key not in expected
-        or canonical_arguments(made[key]) != canonical_arguments(expected[key])
+        (
+            str(key)
+            for key in {*made, *expected}
+            if key not in made
+            or key not in expected
+            or canonical_arguments(made[key]) != canonical_arguments(expected[key])
+        ),
     )
-    return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "") or "order"
+    if not keys:  # equal key by key, yet not as a whole: cannot happen with JSON arguments
+        return "its arguments"
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return ", ".join(keys[:5]) + more
 
 
 # -- consent -----------------------------------------------------------------------------------
