@@ -131,3 +131,28 @@ def test_kp_eval_refuses_bad_rubric_settings_with_exit_2(
 def test_kp_eval_refuses_an_unknown_format_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = kp(capsys, "eval", str(SAMPLE), "--from", "nope", "--rubric", "agent")
     assert code == 2 and "--from" in err
+
+
+def test_kp_eval_from_logs_rejects_a_bad_record_and_grades_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [*json.loads(SAMPLE.read_text())[:1], {"task_id": 9, "traj": "not a list"}]
+    logs = tmp_path / "logs.json"
+    logs.write_text(json.dumps(records), encoding="utf-8")
+    rejects = tmp_path / "rejects.jsonl"
+    code, out, err = kp(
+        capsys,
+        "eval",
+        str(logs),
+        "--from",
+        "openai",
+        "--rubric",
+        "agent",
+        "--rejects",
+        str(rejects),
+    )
+    assert code == 1
+    assert len(out.splitlines()) == 1
+    assert "records in: 2 = processed 1 + rejected 1" in err
+    rejected = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert len(rejected) == 1 and "traj" in json.dumps(rejected[0])
