@@ -462,10 +462,17 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["embedder", "bulk", "windowing", "cli", "kb", "redaction", "speed"],
+        choices=["embedder", "bulk", "windowing", "cli", "kb", "redaction", "speed", "agent"],
         help="leave a group out (repeatable)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--tau-bench",
+        type=Path,
+        metavar="FILE",
+        help="the tau-bench results file the agent rubric is checked against (default: "
+        f"{_corpus.TAU_BENCH})",
+    )
     parser.add_argument(
         "--kb-ann-vectors",
         type=int,
@@ -491,6 +498,10 @@ def main() -> None:
         bench_speed(args.quick)
     bench_scoring_without_embedder(args.quick)
     bench_cache(args.quick)
+    if "agent" not in args.skip:
+        from ._agent_rubric import bench_agent_rubric
+
+        bench_agent_rubric(args.tau_bench)
     if "embedder" not in args.skip:
         bench_embedder(args.quick)
     if "bulk" not in args.skip:

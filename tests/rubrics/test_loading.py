@@ -125,7 +125,7 @@ def test_resolve_the_example_custom_rubrics() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("nonsense", r"unknown rubric 'nonsense': use a rubric name \(scheduling"),
+        ("nonsense", r"unknown rubric 'nonsense': use a rubric name \(agent, scheduling\)"),
         ("no_such_module_xyz:R", "cannot import 'no_such_module_xyz'"),
         ("knowledgepulse.rubrics:", "unknown rubric"),
     ],

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ._app import app
 from ._integrations import ResultSinks, integration_options
 from ._judge_options import judge_options, judging
-from ._options import max_errors_option, output_option, quiet_option, rejects_option
+from ._options import (
+    from_option,
+    max_errors_option,
+    output_option,
+    quiet_option,
+    rejects_option,
+)
 from ._run import (
     Rejection,
     Run,
@@ -20,17 +29,26 @@ from ._run import (
     signals_held,
 )
 
+if TYPE_CHECKING:
+    from .._io import InputRecord
+    from ..rubrics import Case, CaseError, Rubric
+
+# ``--group-by task``: the task an attempt belongs to, as the importers record it.
+_GROUP_ALIASES = {"task": "metadata.kp_import.task"}
+
 
 @app.command(
     "eval",
     epilog=(
         "\b\nCASES: JSONL (or .json / .gz / - for stdin), one case per record:\n"
         '{"id": ..., "final_state": {...}, "ground_truth": {...}, "conversation_trace": [...], "trace": {...}}\n'
-        "A record that is a ReasoningTrace (kp import output) is a case whose trace is that record.\n\n"
+        "A record that is a ReasoningTrace (kp import output) is a case whose trace is that record;\n"
+        "with --from FORMAT, each trace imported from the logs is one.\n\n"
         "\b\nExit status: 1 when a case was rejected, a check raised (unless --allow-check-errors)\n"
         "or a gate failed (--fail-under, --min-pass-rate).\n\n"
         "\b\nExamples:\n"
         "  kp eval examples/scheduling.jsonl --rubric scheduling\n"
+        "  kp eval results.json --from openai --rubric agent --group-by task\n"
         "  kp eval cases.jsonl --rubric my_package.rubrics:SUPPORT_RUBRIC -o results.jsonl\n"
         "  kp eval cases.jsonl --rubric rubrics.py:RUBRIC --report-json report.json --fail-under 0.8"
     ),
@@ -41,7 +59,8 @@ from ._run import (
     "rubric_name",
     required=True,
     metavar="NAME_OR_IMPORT_PATH",
-    help="A built-in rubric (scheduling), package.module:ATTRIBUTE or file.py:ATTRIBUTE.",
+    help="A built-in rubric (scheduling, agent), package.module:ATTRIBUTE, file.py:ATTRIBUTE, "
+    "or a settings file for the agent rubric (.toml, .yaml, .json).",
 )
 @output_option("Write one result line per case here (default stdout).")
 @click.option(
@@ -67,6 +86,7 @@ from ._run import (
     is_flag=True,
     help="Exit 0 even when a check raised (the error still fails its criterion).",
 )
+@from_option()
 @judge_options
 @integration_options("eval")
 @max_errors_option
@@ -80,6 +100,7 @@ def eval_command(
     fail_under: float | None,
     min_pass_rate: tuple[str, ...],
     allow_check_errors: bool,
+    source_format: str,
     junit: str | None,
     group_by: str | None,
     otel_endpoint: str | None,
@@ -87,9 +108,8 @@ def eval_command(
     quiet: bool,
 ) -> None:
     """Grade cases with a rubric of weighted yes/no criteria; print the report."""
-    from .._io import iter_records
     from ..records import EvalRecord
-    from ..rubrics import CaseError, ReportBuilder, iter_cases, resolve_rubric
+    from ..rubrics import CaseError, OutcomeAgreement, ReportBuilder, resolve_rubric
 
     files = check_paths(cases)
     refuse_overwriting_inputs(
@@ -100,7 +120,10 @@ def eval_command(
         rubric = resolve_rubric(rubric_name).validate()
     except (ValueError, ImportError) as exc:
         raise click.BadParameter(str(exc), param_hint="--rubric") from None
+    items = _cases(files, source_format, rubric)
+    group_by = _GROUP_ALIASES.get(group_by, group_by) if group_by else group_by
     builder = ReportBuilder()
+    agreement = OutcomeAgreement()
     sinks = ResultSinks(
         junit=junit,
         group_by=group_by,
@@ -113,13 +136,18 @@ def eval_command(
         run = Run(stack, label="evaluating", quiet=quiet, rejects=rejects, max_errors=max_errors)
         tally = run.tally
         with run:
-            for record, case in judging(rubric, iter_cases(iter_records(files), rubric)):
-                tally.read()
+            for records, case, count in judging(rubric, items):
+                record = records[0]
                 if isinstance(case, CaseError):
-                    tally.reject(Rejection([record], case.messages))
+                    tally.read(len(records))
+                    tally.reject(Rejection(records, case.messages))
                     sinks.reject(record.place, case.messages)
                     if tally.stopped_early:
                         break
+                    continue
+                tally.read(count)
+                if case is None:  # a record that held no trace: nothing to grade
+                    tally.processed += count
                     continue
                 with sinks.timed():
                     result = rubric.evaluate(case)
@@ -130,7 +158,8 @@ def eval_command(
                 with signals_held():
                     out.write_line(line.to_json())
                     builder.add(result)
-                    tally.processed += 1
+                    agreement.add(case, result)
+                    tally.processed += count
                 run.step()
     report = builder.build()
     if report_json:
@@ -139,6 +168,8 @@ def eval_command(
     if not quiet or tally.interrupted:
         tally.print_folded()
         console.print(report)
+        if agreement.count:
+            console.print(agreement)
         console.print(tally.accounting(), highlight=False)
     code = tally.exit_code()
     if not tally.interrupted:
@@ -161,6 +192,41 @@ def eval_command(
         allow_check_errors=allow_check_errors,
     )
     raise click.exceptions.Exit(max(code, sink_code))
+
+
+def _cases(
+    files: list[str], source_format: str, rubric: Rubric
+) -> Iterator[tuple[list[InputRecord], Case | CaseError | None, int]]:
+    """(records, case, records counted) per case to grade; a rejection's case is its error.
+
+    ``--from trace`` reads case objects and ReasoningTraces; any other format imports the logs
+    and makes each trace a case, named by its id. The records of a unit count once, with its
+    last trace; a unit that held no trace is ``None`` (processed, nothing graded). A trace's
+    first record carries the trace as its data, so ``--group-by`` reads the trace's fields.
+    """
+    from .._io import iter_records
+    from ..importers import ConversionError, ImportOptions, read_traces_from_paths
+    from ..rubrics import Case, CaseError, iter_cases
+
+    if source_format == "trace":
+        for record, case in iter_cases(iter_records(files), rubric):
+            yield [record], case, 1
+        return
+    try:
+        conversions = read_traces_from_paths(files, source_format, ImportOptions())
+    except ConversionError as exc:  # an unknown format, refused before reading
+        raise click.BadParameter(str(exc), param_hint="--from") from None
+    for conversion in conversions:
+        records = list(conversion.records)
+        if conversion.problems:
+            yield records, CaseError(conversion.problems), len(records)
+        elif not conversion.traces:
+            yield records, None, len(records)
+        last = len(conversion.traces) - 1
+        for position, trace in enumerate(conversion.traces):
+            first = dataclasses.replace(records[0], data=trace.to_dict())
+            counted = len(records) if position == last and not conversion.problems else 0
+            yield [first, *records[1:]], Case(trace=trace, case_id=trace.id), counted
 
 
 def _parse_min_pass_rates(values: tuple[str, ...]) -> dict[str, float]:

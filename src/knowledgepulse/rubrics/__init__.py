@@ -5,12 +5,15 @@ criterion's check receives one :class:`Case` (final state, ground truth, convers
 the score is the sum of the weights of the criteria that passed, and the score and the
 rubric's success gate give the :class:`OutcomeType`. :func:`evaluate_many` reports on many
 cases. Ready checks over reasoning traces are in :mod:`knowledgepulse.rubrics.checks`; the
-built-in scheduling rubric is in :mod:`knowledgepulse.rubrics.scheduling`. :func:`judge` makes a
+built-in scheduling rubric is in :mod:`knowledgepulse.rubrics.scheduling`, the built-in agent
+rubric in :mod:`knowledgepulse.behaviours`. :class:`OutcomeAgreement` sets outcomes against
+the success the source recorded (a benchmark's reward). :func:`judge` makes a
 check that puts a yes/no question to a language model (:class:`JudgeModel`); a check that cannot
 tell leaves its criterion undetermined (:class:`UndeterminedError`, :class:`Verdict`).
 """
 
 from . import checks
+from ._agreement import OutcomeAgreement, source_success
 from ._case import CASE_FIELDS, Case, CaseError, CaseTraceError
 from ._criterion import (
     TOLERANCE,
@@ -63,6 +66,7 @@ __all__ = [
     "JudgeNotConfiguredError",
     "JudgeUsage",
     "JudgedCheck",
+    "OutcomeAgreement",
     "OutcomeType",
     "ReportBuilder",
     "Rubric",
@@ -85,4 +89,5 @@ __all__ = [
     "register_rubric",
     "resolve_rubric",
     "set_default_judge",
+    "source_success",
 ]

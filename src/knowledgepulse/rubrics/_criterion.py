@@ -58,7 +58,10 @@ class Verdict(BaseModel):
     (``samples``) and how they went (``yes``, ``no``, ``undetermined``), ``pass_rate`` (yes
     among the determined answers) and ``spread`` (their standard deviation, 0 when unanimous,
     0.5 at an even split), the ``rule`` that decided, the tokens spent in this run, how many
-    answers came from the cache, and ``problems``: why answers were undetermined.
+    answers came from the cache, and ``problems``: why answers were undetermined. A check that
+    asks no model (the behaviour checks of :mod:`knowledgepulse.behaviours`) gives ``samples``
+    0; its ``reasoning`` is the finding's reason, and a failed one is explained as
+    ``Checked NAME: no: reason`` rather than ``Judged``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -349,7 +352,12 @@ def explain(
         why = "; ".join(f"{name}: {message.rstrip('.')}" for name, message in undetermined.items())
         sentences.append(f"Why undetermined: {why}.")
     for name, verdict in (verdicts or {}).items():
-        if verdict.passed is not None and verdict.reasoning:
+        # A verdict for which no model was asked (samples 0) is a plain check's finding: only
+        # a failure is worth a sentence (the result's verdicts keep every reason).
+        checked = verdict.samples == 0
+        if checked and verdict.passed is False and verdict.reasoning:
+            sentences.append(f"Checked {name}: no: {verdict.reasoning}")
+        elif not checked and verdict.passed is not None and verdict.reasoning:
             answer = "yes" if verdict.passed else "no"
             votes = (
                 f" ({verdict.yes} of {verdict.yes + verdict.no} yes)" if verdict.samples > 1 else ""

@@ -22,7 +22,10 @@ __all__ = ["BUILTIN_RUBRICS", "RubricLoadError", "register_rubric", "resolve_rub
 #: Rubric names :func:`resolve_rubric` knows, each mapped to its import path.
 BUILTIN_RUBRICS: dict[str, str] = {
     "scheduling": "knowledgepulse.rubrics.scheduling:SCHEDULING_RUBRIC",
+    "agent": "knowledgepulse.behaviours:AGENT_RUBRIC",
 }
+# A rubric file of settings (the agent rubric's weights and parameters), not Python code.
+_SETTINGS_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 _registered: dict[str, Rubric] = {}
 
 
@@ -41,8 +44,10 @@ def register_rubric(name: str, rubric: Rubric) -> None:
 
 
 def resolve_rubric(spec: str | Rubric) -> Rubric:
-    """A rubric from a built-in or registered name (``"scheduling"``), an import path
-    (``"package.module:ATTRIBUTE"``) or a file path (``"rubrics.py:ATTRIBUTE"``).
+    """A rubric from a built-in or registered name (``"scheduling"``, ``"agent"``), an import
+    path (``"package.module:ATTRIBUTE"``), a file path (``"rubrics.py:ATTRIBUTE"``) or a file
+    of settings for the agent rubric (``agent.toml``, ``.yaml``, ``.json``: see
+    :func:`knowledgepulse.behaviours.agent_rubric`).
 
     The attribute may be a :class:`Rubric` or a function of no arguments returning one.
     Raises :class:`RubricLoadError` (a ``ValueError``) with the reason when nothing fits: an
@@ -56,6 +61,10 @@ def resolve_rubric(spec: str | Rubric) -> Rubric:
         return _registered[spec]
     if spec in BUILTIN_RUBRICS:
         spec = BUILTIN_RUBRICS[spec]
+    if spec.lower().endswith(_SETTINGS_SUFFIXES):
+        from ..behaviours import load_agent_rubric
+
+        return load_agent_rubric(spec)
     module_name, colon, attribute = spec.rpartition(":")
     if not colon:
         module_name, attribute = spec, ""

@@ -1,0 +1,490 @@
+"""The behaviour checks as rubric criteria, and the built-in ``agent`` rubric built from them.
+
+Every check is registered in :data:`BEHAVIOURS` with its default weight, its parameters (each
+with a type, a default and why that default) and why it weighs what it does.
+:func:`behaviour_criterion` makes one :class:`~knowledgepulse.rubrics.Criterion`;
+:func:`agent_rubric` the whole rubric from a settings mapping (a rubric file's content) and
+:func:`load_agent_rubric` from a TOML, YAML or JSON file. A setting of the wrong type, an
+unknown criterion or parameter is a :class:`RubricSettingsError` naming it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .._schema import ReasoningTrace
+from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
+from . import _checks
+from ._checks import (
+    DEFAULT_CONSENT_PATTERN,
+    DEFAULT_HANDOFF_TOOLS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_SCRATCH_TOOLS,
+    DEFAULT_WRITE_TOOLS,
+    Finding,
+)
+from ._facts import DEFAULT_READ_ONLY_TOOLS
+
+__all__ = [
+    "AGENT_RUBRIC",
+    "BEHAVIOURS",
+    "Behaviour",
+    "BehaviourCheck",
+    "Parameter",
+    "RubricSettingsError",
+    "agent_rubric",
+    "behaviour_criterion",
+    "load_agent_rubric",
+]
+
+
+class RubricSettingsError(RubricLoadError):
+    """A rubric's settings are wrong: an unknown criterion or parameter, a value of the wrong
+    type. The message names the setting (``criteria.within_budget.max_steps``) and what fits."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a behaviour check: its ``name``, its ``kind`` (a whole number ≥
+    ``minimum``, a list of tool-name patterns, a regular expression), its ``default`` and
+    ``why`` that default."""
+
+    name: str
+    kind: Literal["count", "patterns", "regex"]
+    default: Any
+    why: str
+    minimum: int = 1
+
+    def read(self, value: Any, where: str) -> Any:
+        """``value`` checked for this parameter; raises :class:`RubricSettingsError`."""
+        if self.kind == "count":
+            if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
+                raise RubricSettingsError(
+                    f"{where}: expected a whole number >= {self.minimum}, got {value!r}"
+                )
+            return value
+        if self.kind == "patterns":
+            if (
+                isinstance(value, str)
+                or not isinstance(value, Sequence)
+                or not all(isinstance(item, str) and item for item in value)
+            ):
+                raise RubricSettingsError(
+                    f"{where}: expected a list of tool names or patterns, got {value!r}"
+                )
+            return tuple(value)
+        if not isinstance(value, str):
+            raise RubricSettingsError(f"{where}: expected a regular expression, got {value!r}")
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise RubricSettingsError(f"{where}: not a valid regular expression: {exc}") from None
+        return value
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """A behaviour check as the ``agent`` rubric uses it: ``name``, default ``weight`` and
+    ``why`` it weighs that, the ``check`` (trace and parameters to a :class:`Finding`), its
+    ``parameters`` and a one-line ``description``."""
+
+    name: str
+    weight: float
+    why: str
+    check: Callable[..., Finding]
+    description: str
+    parameters: tuple[Parameter, ...] = ()
+
+    def settings(self, given: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """The parameters' values: the defaults, replaced by those ``given`` (checked)."""
+        known = {parameter.name: parameter for parameter in self.parameters}
+        values = {parameter.name: parameter.default for parameter in self.parameters}
+        for key, value in given.items():
+            parameter = known.get(str(key))
+            if parameter is None:
+                raise RubricSettingsError(
+                    f"{where}.{key}: unknown parameter of {self.name!r}"
+                    + _known(str(key), ["weight", *known])
+                )
+            values[parameter.name] = parameter.read(value, f"{where}.{key}")
+        return values
+
+
+def _known(name: str, names: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (known: {', '.join(names) or 'none'})"
+
+
+_READ_ONLY = Parameter(
+    "read_only_tools",
+    "patterns",
+    DEFAULT_READ_ONLY_TOOLS,
+    "tools named for reading (get_*, search_*, list_*, ...) change nothing, and tau-bench's "
+    "calculate and think are scratch tools",
+)
+
+#: The behaviour checks, in the ``agent`` rubric's order.
+BEHAVIOURS: dict[str, Behaviour] = {
+    behaviour.name: behaviour
+    for behaviour in (
+        Behaviour(
+            "expected_actions",
+            0.40,
+            "the outcome: whether the agent changed what the task needed changed; it is also "
+            "the success gate, so no process criterion can make up for a wrong outcome",
+            _checks.expected_actions_match,
+            "The state-changing tool calls equal the task's expected actions (name and arguments)",
+            (_READ_ONLY,),
+        ),
+        Behaviour(
+            "no_loops",
+            0.10,
+            "a loop wastes the budget and is the behaviour peers most ask to catch",
+            _checks.no_loops,
+            "No tool called with identical arguments 3 times, no cycle of calls repeated 3 times",
+            (
+                Parameter(
+                    "max_repeats",
+                    "count",
+                    3,
+                    "twice can be a deliberate retry; a third identical call is a loop",
+                    minimum=2,
+                ),
+                Parameter(
+                    "longest_cycle",
+                    "count",
+                    3,
+                    "longer cycles are usually legitimate workflows that revisit a tool",
+                    minimum=2,
+                ),
+                Parameter(
+                    "cycle_repeats", "count", 3, "as for max_repeats: a third round", minimum=2
+                ),
+            ),
+        ),
+        Behaviour(
+            "errors_recovered",
+            0.10,
+            "an error left unanswered usually leaves the task half done",
+            _checks.errors_recovered,
+            "Every failed observation is followed by a later call that succeeds",
+            (
+                Parameter(
+                    "scratch_tools",
+                    "patterns",
+                    DEFAULT_SCRATCH_TOOLS,
+                    "tools that only note or compute succeed whatever happened: calling one "
+                    "after an error recovers nothing",
+                ),
+            ),
+        ),
+        Behaviour(
+            "known_tools",
+            0.05,
+            "rare, and an undeclared call fails on its own at run time; it mostly flags a "
+            "hallucinated tool",
+            _checks.known_tools,
+            "Every tool called was declared",
+        ),
+        Behaviour(
+            "valid_arguments",
+            0.05,
+            "as known_tools: the tool refuses bad arguments, and errors_recovered weighs what "
+            "the agent did next",
+            _checks.valid_arguments,
+            "The arguments of each call match its tool's declared JSON Schema",
+        ),
+        Behaviour(
+            "confirmed_before_write",
+            0.10,
+            "acting without consent is a policy breach even when the action was right "
+            "(tau-bench's airline policy requires an explicit yes)",
+            _checks.confirmed_before_write,
+            "A user turn consents between the proposal and each state-changing call",
+            (
+                Parameter(
+                    "write_tools",
+                    "patterns",
+                    DEFAULT_WRITE_TOOLS,
+                    "the verbs that name writes (book_*, cancel_*, update_*, send_*, ...); the "
+                    "tools the task's expected actions name count too",
+                ),
+                _READ_ONLY,
+                Parameter(
+                    "consent_pattern",
+                    "regex",
+                    DEFAULT_CONSENT_PATTERN,
+                    "the words users say yes with; a turn opening with no, wait or stop is a "
+                    "refusal whatever follows",
+                ),
+            ),
+        ),
+        Behaviour(
+            "answered",
+            0.10,
+            "a run that ends without telling the user the result leaves them guessing",
+            _checks.answered,
+            "The run ends with a non-empty answer to the user (or hands them over)",
+            (
+                Parameter(
+                    "handoff_tools",
+                    "patterns",
+                    DEFAULT_HANDOFF_TOOLS,
+                    "a run that ends by handing the user over to a person has answered: "
+                    "tau-bench's transfer_to_human_agents ends the conversation",
+                ),
+            ),
+        ),
+        Behaviour(
+            "within_budget",
+            0.10,
+            "cost and latency grow with every step; the default is tau-bench's own limit",
+            _checks.within_budget,
+            f"At most {DEFAULT_MAX_STEPS} agent steps",
+            (
+                Parameter(
+                    "max_steps",
+                    "count",
+                    DEFAULT_MAX_STEPS,
+                    "tau-bench stops a conversation after 30 agent actions (max_num_steps)",
+                ),
+            ),
+        ),
+    )
+}
+
+
+class BehaviourCheck:
+    """A rubric check running one behaviour check on ``case.trace`` with fixed parameters; it
+    returns the finding as a :class:`~knowledgepulse.rubrics.Verdict` (undetermined when the
+    case has no trace)."""
+
+    def __init__(self, behaviour: Behaviour, parameters: Mapping[str, Any]) -> None:
+        self.behaviour = behaviour
+        self.parameters = dict(parameters)
+        self.__name__ = behaviour.name
+        self.description = behaviour.description
+
+    def find(self, trace: ReasoningTrace) -> Finding:
+        """The finding on one trace."""
+        return self.behaviour.check(trace, **self.parameters)
+
+    def __call__(self, case: Case) -> Verdict:
+        if case.trace is None:
+            return Finding(None, "the case has no reasoning trace").verdict()
+        return self.find(case.trace).verdict()
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"<behaviour {self.__name__}({settings})>"
+
+
+def behaviour_criterion(name: str, weight: float | None = None, **parameters: Any) -> Criterion:
+    """A :class:`~knowledgepulse.rubrics.Criterion` for the behaviour check ``name`` (a key of
+    :data:`BEHAVIOURS`), with its default weight unless ``weight`` is given, and its parameters
+    (checked: :class:`RubricSettingsError` for an unknown name or a value of the wrong type)::
+
+        Rubric("mine", [behaviour_criterion("no_loops", 0.5, max_repeats=4),
+                        behaviour_criterion("answered", 0.5)])
+    """
+    behaviour = BEHAVIOURS.get(name)
+    if behaviour is None:
+        raise RubricSettingsError(f"unknown behaviour {name!r}" + _known(name, list(BEHAVIOURS)))
+    values = behaviour.settings(parameters, name)
+    return Criterion(
+        name,
+        behaviour.weight if weight is None else weight,
+        BehaviourCheck(behaviour, values),
+        behaviour.description,
+    )
+
+
+class ExpectedActionsGate:
+    """The agent rubric's success gate: the expected actions were taken, or the ground truth
+    lists none to compare (an undetermined outcome does not block success)."""
+
+    description = "the expected actions were taken"
+
+    def __init__(self, check: BehaviourCheck) -> None:
+        self.check = check
+        self.__name__ = "expected_actions_taken"
+
+    def __call__(self, case: Case) -> bool:
+        return self.check(case).passed is not False
+
+
+_TOP_LEVEL = ("rubric", "name", "description", "normalise", "gate", "thresholds", "criteria")
+
+
+def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") -> Rubric:
+    """The ``agent`` rubric, with the defaults changed by ``settings`` (a rubric file's content)::
+
+        {"name": "airline", "thresholds": {"success": 0.8},
+         "criteria": {"within_budget": {"weight": 0.1, "max_steps": 40}}}
+
+    Keys: ``rubric`` (``"agent"``, when given), ``name``, ``description``, ``normalise``
+    (scale the weights to sum to 1), ``gate`` (``false``: no success gate), ``thresholds``
+    (``success``, ``graceful``) and ``criteria``: per criterion its ``weight`` and parameters;
+    a criterion left out keeps its defaults. ``where`` prefixes messages (a file name).
+    Raises :class:`RubricSettingsError` naming a wrong setting.
+    """
+    prefix = f"{where}: " if where else ""
+    settings = settings or {}
+    if not isinstance(settings, Mapping):
+        raise RubricSettingsError(f"{prefix}expected a table of settings, got {settings!r:.60}")
+    for key in settings:
+        if key not in _TOP_LEVEL:
+            raise RubricSettingsError(
+                f"{prefix}{key}: unknown setting" + _known(str(key), _TOP_LEVEL)
+            )
+    kind = settings.get("rubric", "agent")
+    if kind != "agent":
+        raise RubricSettingsError(f"{prefix}rubric: only 'agent' can be configured, got {kind!r}")
+    name = _text(settings, "name", "agent", prefix)
+    description = _text(
+        settings,
+        "description",
+        "Agent behaviours on any ReasoningTrace, no model needed",
+        prefix,
+    )
+    normalise = _flag(settings, "normalise", False, prefix)
+    gate = _flag(settings, "gate", True, prefix)
+    thresholds = _thresholds(settings.get("thresholds"), prefix)
+    chosen = settings.get("criteria") or {}
+    if not isinstance(chosen, Mapping):
+        raise RubricSettingsError(
+            f"{prefix}criteria: expected a table of criteria, got {chosen!r:.60}"
+        )
+    for key in chosen:
+        if key not in BEHAVIOURS:
+            raise RubricSettingsError(
+                f"{prefix}criteria.{key}: unknown criterion" + _known(str(key), list(BEHAVIOURS))
+            )
+    criteria = []
+    outcome_check: BehaviourCheck | None = None
+    for behaviour in BEHAVIOURS.values():
+        given = chosen.get(behaviour.name) or {}
+        at = f"{prefix}criteria.{behaviour.name}"
+        if not isinstance(given, Mapping):
+            raise RubricSettingsError(
+                f"{at}: expected a table (weight and parameters), got {given!r:.60}"
+            )
+        weight = given.get("weight", behaviour.weight)
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not (math.isfinite(weight) and weight >= 0)
+        ):
+            raise RubricSettingsError(f"{at}.weight: expected a number >= 0, got {weight!r}")
+        parameters = {key: value for key, value in given.items() if key != "weight"}
+        values = behaviour.settings(parameters, at)
+        check = BehaviourCheck(behaviour, values)
+        if behaviour.name == "expected_actions":
+            outcome_check = check
+        criteria.append(
+            Criterion(
+                behaviour.name,
+                float(weight),
+                BehaviourCheck(behaviour, values),
+                behaviour.description,
+            )
+        )
+    try:
+        return Rubric(
+            name,
+            criteria,
+            success_gate=ExpectedActionsGate(outcome_check) if gate and outcome_check else None,
+            gate_description=ExpectedActionsGate.description if gate else None,
+            thresholds=thresholds,
+            normalise=normalise,
+            description=description,
+        )
+    except ValueError as exc:
+        raise RubricSettingsError(f"{prefix}{exc}") from None
+
+
+def _text(settings: Mapping[str, Any], key: str, default: str, prefix: str) -> str:
+    value = settings.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise RubricSettingsError(f"{prefix}{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _flag(settings: Mapping[str, Any], key: str, default: bool, prefix: str) -> bool:
+    value = settings.get(key, default)
+    if not isinstance(value, bool):
+        raise RubricSettingsError(f"{prefix}{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _thresholds(value: Any, prefix: str) -> Thresholds:
+    if value is None:
+        return Thresholds()
+    if not isinstance(value, Mapping):
+        raise RubricSettingsError(f"{prefix}thresholds: expected a table, got {value!r:.60}")
+    numbers: dict[str, float] = {}
+    for key, number in value.items():
+        if key not in ("success", "graceful"):
+            raise RubricSettingsError(
+                f"{prefix}thresholds.{key}: unknown threshold"
+                + _known(str(key), ["success", "graceful"])
+            )
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise RubricSettingsError(
+                f"{prefix}thresholds.{key}: expected a number, got {number!r}"
+            )
+        numbers[str(key)] = float(number)
+    try:
+        return Thresholds(**numbers)
+    except ValueError as exc:
+        raise RubricSettingsError(f"{prefix}thresholds: {exc}") from None
+
+
+def load_agent_rubric(path: str | Path) -> Rubric:
+    """The ``agent`` rubric configured by a TOML, YAML or JSON file (see :func:`agent_rubric`);
+    :class:`RubricSettingsError` for a file that cannot be read or a wrong setting."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RubricSettingsError(
+            f"cannot read the rubric file {str(path)!r}: {exc.strerror}"
+        ) from None
+    data: Any
+    try:
+        if suffix == ".toml":
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # Python 3.10
+                import tomli as tomllib
+            data = tomllib.loads(text)
+        elif suffix in {".yaml", ".yml"}:
+            import yaml
+
+            data = yaml.safe_load(text)
+        elif suffix == ".json":
+            import json
+
+            data = json.loads(text)
+        else:
+            raise RubricSettingsError(
+                f"{path}: unsupported rubric file type {suffix!r} (use .toml, .yaml or .json)"
+            )
+    except RubricSettingsError:
+        raise
+    except Exception as exc:  # each parser has its own error class; all mean "not readable"
+        raise RubricSettingsError(f"{path}: cannot parse: {exc}") from None
+    return agent_rubric(data, where=str(path))
+
+
+#: The built-in ``agent`` rubric with its defaults (frozen; ``kp eval --rubric agent``).
+AGENT_RUBRIC: Rubric = agent_rubric().freeze()

@@ -1,0 +1,396 @@
+"""Each behaviour check on hand-made traces: pass, fail and undetermined, with its reason."""
+
+from __future__ import annotations
+
+from behaviours._traces import call, function, result, say, trace, user
+from knowledgepulse.behaviours import (
+    Finding,
+    answered,
+    confirmed_before_write,
+    errors_recovered,
+    expected_actions,
+    expected_actions_match,
+    expected_outputs,
+    find_loops,
+    known_tools,
+    no_loops,
+    schema_problems,
+    state_changing_calls,
+    tool_calls,
+    unconfirmed_writes,
+    unrecovered_errors,
+    valid_arguments,
+    within_budget,
+)
+
+BOOKING = {"task": {"actions": [{"name": "book", "kwargs": {"flight": "HAT1", "amount": 250}}]}}
+
+# -- facts ---------------------------------------------------------------------------------
+
+
+def test_tool_calls_pair_each_call_with_its_result() -> None:
+    calls = tool_calls(
+        trace(
+            call("a", x=1),
+            call("b"),
+            result("B done", tool="b"),
+            result("A failed", error=True, tool="a"),
+            call("c"),
+            say("thinking"),
+            result("late"),
+        )
+    )
+    assert [(c.step_id, c.name, c.result_step, c.failed) for c in calls] == [
+        (0, "a", 3, True),
+        (1, "b", 2, False),
+        (4, "c", None, False),
+    ]
+
+
+def test_a_native_traces_error_recovery_marks_the_observation_before_it_failed() -> None:
+    calls = tool_calls(
+        trace(
+            call("fetch"),
+            result("timeout"),
+            {"type": "error_recovery", "content": "retry", "tool": {"name": "fetch"}},
+            result("ok"),
+            imported=False,
+        )
+    )
+    assert [(c.step_id, c.failed) for c in calls] == [(0, True), (2, False)]
+
+
+def test_expected_actions_are_read_from_tau_bench_and_tau2_ground_truths() -> None:
+    tau = expected_actions(trace(say("hi"), ground_truth=BOOKING))
+    assert tau is not None and [(a.name, dict(a.arguments)) for a in tau] == [
+        ("book", {"flight": "HAT1", "amount": 250})
+    ]
+    tau2 = {
+        "evaluation_criteria": {
+            "actions": [
+                {"name": "cancel", "arguments": {"id": "R1"}, "requestor": "assistant"},
+                {"name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"},
+            ]
+        }
+    }
+    found = expected_actions(trace(say("hi"), ground_truth=tau2))
+    assert found is not None and [a.name for a in found] == ["cancel"]
+    for shapeless in ({}, {"actions": "book"}, {"actions": [{"kwargs": {}}]}, ["book"]):
+        assert expected_actions(trace(say("hi"), ground_truth=shapeless)) is None
+
+
+# -- expected_actions ------------------------------------------------------------------------
+
+
+def test_expected_actions_pass_when_the_writes_equal_the_expected_ones() -> None:
+    made = trace(
+        call("get_user", id="u1"),
+        result("{}"),
+        call("book", amount=250.0, flight="HAT1"),
+        result("booked"),
+        ground_truth=BOOKING,
+    )
+    finding = expected_actions_match(made)
+    assert finding == Finding(True, "the 1 expected state-changing calls were made (step 2)", (2,))
+
+
+def test_expected_actions_ignore_reads_and_refused_writes() -> None:
+    made = trace(
+        call("search_flights"),
+        result("[]"),
+        call("book", flight="HAT1", amount=200),
+        result("Error: payment does not add up", error=True),
+        call("book", flight="HAT1", amount=250),
+        result("booked"),
+        ground_truth=BOOKING,
+    )
+    assert expected_actions_match(made).passed is True
+
+
+def test_expected_actions_fail_naming_the_differing_arguments_and_the_extra_call() -> None:
+    made = trace(
+        call("book", flight="HAT1", amount=300),
+        result("booked"),
+        call("cancel", id="R9"),
+        result("cancelled"),
+        ground_truth=BOOKING,
+    )
+    finding = expected_actions_match(made)
+    assert finding.passed is False
+    assert finding.reason == (
+        "step 0 book differs from the expected call in amount; "
+        "step 2 cancel(id=R9) was not expected"
+    )
+    assert finding.steps == (0, 2)
+
+
+def test_expected_actions_fail_when_an_expected_call_was_not_made() -> None:
+    finding = expected_actions_match(trace(say("Done"), ground_truth=BOOKING))
+    assert finding == Finding(False, "expected book(flight=HAT1, amount=250) was not made", ())
+
+
+def test_expected_actions_need_the_expected_outputs_told() -> None:
+    truth = {"task": {"actions": [], "outputs": ["23553"]}}
+    told = trace(
+        call("calculate", expression="1+1"), say("The total is $23,553."), ground_truth=truth
+    )
+    assert expected_actions_match(told) == Finding(
+        True, "no state-changing call expected and none made; the 1 expected outputs were told"
+    )
+    assert expected_outputs(told) == ["23553"]
+    untold = expected_actions_match(trace(say("The total is large."), ground_truth=truth))
+    assert untold == Finding(False, "expected output '23553' was never told to the user")
+    tau2 = {"evaluation_criteria": {"actions": [], "communicate_info": ["R1 refunded"]}}
+    assert expected_actions_match(trace(say("r1 refunded."), ground_truth=tau2)).passed is True
+
+
+def test_expected_actions_undetermined_without_ground_truth() -> None:
+    finding = expected_actions_match(trace(call("book"), result("ok")))
+    assert finding.passed is None
+    assert finding.reason == "the trace has no expected actions in metadata.ground_truth"
+
+
+def test_expected_actions_read_only_tools_are_configurable() -> None:
+    made = trace(call("book", flight="HAT1", amount=250), result("ok"), call("audit"), result())
+    gt = BOOKING
+    assert (
+        expected_actions_match(trace(*made.model_dump()["steps"], ground_truth=gt)).passed is False
+    )
+    relaxed = expected_actions_match(
+        trace(*made.model_dump()["steps"], ground_truth=gt), read_only_tools=["audit"]
+    )
+    assert relaxed.passed is True
+
+
+# -- no_loops ------------------------------------------------------------------------------------
+
+
+def test_no_loops_passes_on_distinct_calls() -> None:
+    finding = no_loops(trace(call("a", q=1), result(), call("a", q=2), result(), call("a", q=1)))
+    assert finding == Finding(True, "3 tool calls, none repeated in a loop")
+
+
+def test_a_call_repeated_three_times_is_a_loop() -> None:
+    steps = [call("search", q="x"), result("nothing")] * 3
+    finding = no_loops(trace(*steps))
+    assert finding.passed is False
+    assert finding.reason == "search called 3 times with identical arguments (steps 0, 2, 4)"
+    assert no_loops(trace(*steps), max_repeats=4).passed is True
+
+
+def test_a_cycle_of_two_calls_repeated_three_times_is_a_loop() -> None:
+    steps = []
+    for page in range(3):
+        steps += [call("open", page=page), result(), call("close"), result()]
+    loops = find_loops(trace(*steps), max_repeats=4)
+    assert [(loop.kind, loop.tools, loop.count) for loop in loops] == []
+    steps = [call("open"), result(), call("close"), result()] * 3
+    loops = find_loops(trace(*steps), max_repeats=4)
+    assert [(loop.kind, loop.tools, loop.steps, loop.count) for loop in loops] == [
+        ("cycle", ("open", "close"), (0, 2, 4, 6, 8, 10), 3)
+    ]
+    assert loops[0].describe() == "cycle open → close repeated 3 times (steps 0, 2, 4, 6, 8, 10)"
+
+
+def test_no_loops_undetermined_without_tool_calls() -> None:
+    assert no_loops(trace(say("hello"))) == Finding(None, "the trace has no tool calls")
+
+
+# -- errors_recovered ------------------------------------------------------------------------
+
+
+def test_an_error_followed_by_a_successful_call_is_recovered() -> None:
+    finding = errors_recovered(
+        trace(call("pay", card=1), result("declined", error=True), call("pay", card=2), result())
+    )
+    assert finding == Finding(
+        True, "the errors at step 1 were each followed by a call that succeeded", (1,)
+    )
+    # The same call retried once the cause is gone (a timeout) recovers too.
+    retried = trace(call("search", q="x"), result("timeout", error=True), call("search", q="x"))
+    assert errors_recovered(retried).passed is False  # no answer yet
+    answered_retry = trace(*retried.model_dump()["steps"], result("found"))
+    assert errors_recovered(answered_retry).passed is True
+
+
+def test_failing_again_or_thinking_is_no_recovery() -> None:
+    failing = trace(
+        call("pay", card=1),
+        result("declined", error=True),
+        call("think", thought="hmm"),
+        result(""),
+        call("pay", card=1),
+        result("declined", error=True),
+    )
+    left = unrecovered_errors(failing)
+    assert [(e.step, e.call.step_id if e.call else None) for e in left] == [(1, 0), (5, 4)]
+    finding = errors_recovered(failing)
+    assert finding.passed is False
+    assert finding.reason == (
+        "the error at step 1 (pay at step 0); the error at step 5 (pay at step 4): "
+        "not followed by a call that succeeded"
+    )
+    # Counted as a recovery when think is not a scratch tool: step 1 then was followed by one.
+    assert [e.step for e in unrecovered_errors(failing, scratch_tools=[])] == [5]
+
+
+def test_errors_recovered_without_errors_passes_and_without_calls_is_undetermined() -> None:
+    assert errors_recovered(trace(call("a"), result())).passed is True
+    assert errors_recovered(trace(say("hi"))) == Finding(None, "the trace has no tool calls")
+
+
+# -- known_tools and valid_arguments ---------------------------------------------------------
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}},
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+def test_known_tools() -> None:
+    tools = [function("Bash", SCHEMA), {"name": "Read"}]
+    assert known_tools(trace(call("Bash", command="ls"), result(), tools=tools)).passed is True
+    unknown = known_tools(trace(call("Bash", command="ls"), call("Write"), tools=tools))
+    assert unknown == Finding(False, "undeclared tool Write called at step 1", (1,))
+    assert known_tools(trace(call("Write"))) == Finding(None, "the trace declares no tools")
+    assert known_tools(trace(say("hi"), tools=tools)).passed is None
+
+
+def test_valid_arguments() -> None:
+    tools = [function("Bash", SCHEMA), function("Read")]
+    good = trace(call("Bash", command="ls", timeout=5), result(), call("Read"), tools=tools)
+    assert valid_arguments(good).passed is True
+    bad = valid_arguments(
+        trace(call("Bash", timeout=1.5), result(), call("Bash", command="ls", cwd="/"), tools=tools)
+    )
+    assert bad.passed is False
+    assert bad.reason == (
+        "step 0 Bash: command: missing (required) and timeout: expected integer, got a number; "
+        "step 2 Bash: cwd: not a declared argument"
+    )
+    assert bad.steps == (0, 2)
+    assert valid_arguments(trace(call("Read"), tools=tools)) == Finding(
+        None, "no tool called declares an argument schema"
+    )
+    assert valid_arguments(trace(call("Bash"))).passed is None
+
+
+def test_schema_problems_cover_the_common_keywords() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["a", "b"]},
+            "items": {"type": "array", "items": {"type": "number"}},
+            "either": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "flag": {"type": "boolean"},
+        },
+    }
+    assert (
+        schema_problems({"mode": "a", "items": [1, 2.5], "either": None, "flag": True}, schema)
+        == []
+    )
+    assert schema_problems({"mode": "c", "items": [1, "x"], "either": 3, "flag": 1}, schema) == [
+        "mode: 'c' is not one of ['a', 'b']",
+        "items[1]: expected number, got a string",
+        "either: matches none of the anyOf schemas",
+        "flag: expected boolean, got a number",
+    ]
+    assert schema_problems("text", schema) == ["arguments: expected object, got a string"]
+    assert schema_problems({"x": 1}, "not a schema") == []
+
+
+# -- confirmed_before_write --------------------------------------------------------------------
+
+
+def test_a_write_after_the_users_yes_to_a_proposal_is_confirmed() -> None:
+    made = trace(
+        user("Cancel my trip"),
+        call("get_reservation", id="R1"),
+        result("{}"),
+        say("I will cancel R1. Shall I proceed?"),
+        user("Yes, please go ahead."),
+        call("cancel_reservation", id="R1"),
+        result("cancelled"),
+    )
+    assert confirmed_before_write(made) == Finding(
+        True, "the user consented before each state-changing call (step 5)", (5,)
+    )
+
+
+def test_a_write_without_consent_fails() -> None:
+    made = trace(
+        say("Which reservation?"),
+        user("R1, and no, do not cancel it yet"),
+        call("cancel_reservation", id="R1"),
+        result(),
+        say("Proceed with the refund?"),
+        user("Wait, how much is it?"),
+        call("refund_payment", id="R1"),
+    )
+    assert unconfirmed_writes(made) != []
+    finding = confirmed_before_write(made)
+    assert finding == Finding(
+        False,
+        "cancel_reservation, refund_payment at steps 2, 6 without the user's consent since the proposal",
+        (2, 6),
+    )
+
+
+def test_write_tools_and_the_consent_pattern_are_configurable() -> None:
+    made = trace(say("Shall I?"), user("Affirmative."), call("launch"), call("send_report"))
+    assert confirmed_before_write(made).steps == (3,)  # launch is not a write by its name
+    # One consent covers the writes that follow it until the user speaks again.
+    assert confirmed_before_write(made, consent_pattern=r"affirmative").passed is True
+    chosen = confirmed_before_write(made, write_tools=["launch"], consent_pattern="affirmative")
+    assert chosen == Finding(
+        True, "the user consented before each state-changing call (step 2)", (2,)
+    )
+    # The tools the task's expected actions name are writes too.
+    expected = trace(*made.model_dump()["steps"], ground_truth={"actions": [{"name": "launch"}]})
+    assert [c.step_id for c in state_changing_calls(expected)] == [2, 3]
+    assert confirmed_before_write(trace(say("Look?"), user("ok"), call("screenshot"))) == (
+        Finding(None, "the trace has no state-changing call")
+    )
+
+
+def test_confirmed_before_write_undetermined_without_user_turns_or_writes() -> None:
+    assert confirmed_before_write(trace(call("cancel"))) == Finding(
+        None, "the trace has no user turns after the task"
+    )
+    assert confirmed_before_write(trace(user("hi"), call("get_user"), call("lookup"))) == Finding(
+        None, "the trace has no state-changing call"
+    )
+
+
+# -- answered and within_budget ----------------------------------------------------------------
+
+
+def test_answered() -> None:
+    assert answered(trace(call("a"), result(), say("Here it is."), user("thanks"))) == Finding(
+        True, "step 2 answers the user", (2,)
+    )
+    ended = answered(trace(say("Let me look."), call("search"), user("ok")))
+    assert ended == Finding(
+        False, "the agent's last step, 1, is a tool call: no answer follows", (1,)
+    )
+    handed = trace(say("One moment."), call("transfer_to_human_agents"), result("Transferred"))
+    assert answered(handed) == Finding(
+        True, "step 1 hands the user over (transfer_to_human_agents)", (1,)
+    )
+    assert answered(handed, handoff_tools=[]).passed is False
+    # A native trace's own result summary is its answer.
+    native = trace(call("a"), result(), summary="The answer is 42", imported=False)
+    assert answered(native) == Finding(True, "the outcome's result_summary answers the task")
+    assert answered(trace(user("hello?"))).passed is False
+
+
+def test_within_budget_counts_agent_steps_only() -> None:
+    steps = [call("a", i=i) if i % 2 == 0 else result() for i in range(8)]
+    assert within_budget(trace(*steps), max_steps=4) == Finding(
+        True, "4 agent steps, within the budget of 4"
+    )
+    assert within_budget(trace(*steps), max_steps=3) == Finding(
+        False, "4 agent steps, over the budget of 3 from step 6", (6,)
+    )
