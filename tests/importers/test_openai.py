@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from _helpers import load_tau_bench
 from knowledgepulse.importers import ConversionError, convert, from_openai
 
 from ._util import TAU_CORPUS, TAU_SAMPLE, assert_round_trips, load, steps
@@ -334,7 +335,7 @@ def test_tau_bench_sample_records() -> None:
 
 @pytest.mark.skipif(not TAU_CORPUS.exists(), reason="tau-bench corpus not present")
 def test_tau_bench_corpus() -> None:
-    records = json.loads(TAU_CORPUS.read_text(encoding="utf-8"))
+    records = load_tau_bench()
     assert len(records) == 200
     traces = convert("openai", records)
     assert len(traces) == 200

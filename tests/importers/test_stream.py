@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _helpers import load_tau_bench
 from knowledgepulse._io import InputRecord, iter_records
 from knowledgepulse.importers import (
     Conversion,
@@ -58,7 +59,7 @@ def test_tau_bench_sample_is_one_unit_per_element() -> None:
 
 @pytest.mark.skipif(not TAU_CORPUS.exists(), reason="the shared tau-bench corpus is not here")
 def test_tau_bench_element_with_empty_traj_rejects_only_itself(tmp_path: Path) -> None:
-    records = json.loads(TAU_CORPUS.read_text(encoding="utf-8"))
+    records = load_tau_bench()
     records[57]["traj"] = []
     path = _write(tmp_path / "airline.json", records)
     units = _read([path], "openai")

@@ -36,7 +36,7 @@ def _epilog() -> str:
         + "\n\n"
         + PATHS_HELP
         + "\n\b\nExamples:\n"
-        "  kp import --from openai ../shared/data/tau-bench/gpt-4o-airline.json -o traces.jsonl\n"
+        "  kp import --from openai examples/tau-bench/gpt-4o-airline.json.gz -o traces.jsonl\n"
         "  kp import --from otel spans.json --domain customer_service -o traces.jsonl\n"
         "  kp import --from auto logs/ -o traces.jsonl --rejects failed.jsonl"
     )
