@@ -121,6 +121,7 @@ class _Walker:
         self._secret_fields = "secret" in kinds
         self._birth_fields = "date_of_birth" in kinds
         self._cards = "card" in kinds
+        self._clean_keys: set[str] = set()
 
     def mapping(self, value: Any, *, skip: frozenset[str]) -> Any:
         """A dictionary with its keys and values redacted, but for the keys in ``skip``."""
@@ -153,8 +154,13 @@ class _Walker:
     def put(self, out: dict[str, Any], key: str, value: Any) -> None:
         """``out[key] = value``, with ``key`` redacted; two keys redacted alike
         (``a@x.org``, ``b@y.org``) stay two (``[EMAIL]``, ``[EMAIL] (2)``)."""
+        if key in self._clean_keys:  # the same few keys recur in every message
+            out[key] = value
+            return
         name = _redact_string(key, self.policy, self.counts)
-        if name != key:
+        if name == key:
+            self._clean_keys.add(key)
+        else:
             base, n = name, 1
             while name in out:
                 n += 1
