@@ -379,6 +379,7 @@ class PostgresKnowledgeBase(AccessMixin):
     _mark = "%s"
     _like = "ILIKE"
     _objective_sql = "trace->'task'->>'objective'"
+    _trace_id_sql = "COALESCE(trace->>'id', id)"
 
     def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock, self._server_errors():

@@ -13,10 +13,11 @@ one place; the PostgreSQL backend mirrors it method for method.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ class SQLiteKnowledgeBase(AccessMixin):
             if not create:
                 raise KnowledgeBaseError(f"{self.location}: no such knowledge base")
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         elif self.path.is_dir():
             raise KnowledgeBaseError(f"{self.location}: is a directory, not a knowledge base")
         self._lock = threading.RLock()
@@ -426,6 +428,14 @@ class SQLiteKnowledgeBase(AccessMixin):
             owner=owner,
             org=org,
         )
+
+
+def _create_private(path: Path) -> None:
+    """An empty file only its owner may read and write (0600): the base holds the traces and
+    the API keys' hashes. SQLite gives its -wal and -shm files the same mode."""
+    # FileExistsError: another process created it meanwhile; its mode is theirs to set.
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 @contextmanager

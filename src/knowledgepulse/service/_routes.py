@@ -43,7 +43,7 @@ _ERRORS = {
     403: "The key's scope is too low.",
     404: "No such trace, or one this key may not see.",
     408: "The body arrived too slowly.",
-    409: "The trace id belongs to a trace this key may not see.",
+    409: "The trace id was taken meanwhile by a trace this key may not see; post it again.",
     413: "Too large: the body, a trace's steps, or the number of traces.",
     422: "The body or a parameter is not valid; each problem names its field.",
     429: "The key's rate limit is reached; see Retry-After.",
@@ -122,6 +122,7 @@ async def _contribute(
     state = _state(request)
     data = await _json(request)
     traces = traces_of(data, source_format, state.settings, many=many)
+    _refuse_slashed_ids(traces, many=many)
     source = "POST /v1/traces" + (f"?from={source_format}" if source_format else "")
 
     def redact_then_contribute() -> list[Contribution]:
@@ -129,6 +130,18 @@ async def _contribute(
         return state.engine.contribute(redacted, key, source)
 
     return await state.run(redact_then_contribute)
+
+
+def _refuse_slashed_ids(traces: list[ReasoningTrace], *, many: bool) -> None:
+    """An id holding ``/`` could never be read back (``GET /v1/traces/{id}`` is one path
+    segment), and ``/`` marks the rows the service namespaces by owner: refused, all at once."""
+    problems = [
+        problem(f"[{i}].id" if many else "id", f"a trace id may not hold '/' (got {trace.id!r})")
+        for i, trace in enumerate(traces)
+        if "/" in trace.id
+    ]
+    if problems:
+        raise RequestProblem(f"invalid ReasoningTrace: {problems[0]}", problems)
 
 
 @router.post(
