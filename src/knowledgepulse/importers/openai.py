@@ -155,7 +155,10 @@ def is_responses_items(items: Any) -> bool:
 
 def _read_tau_bench(record: Mapping[str, Any], path: str) -> TraceBuilder:
     builder = TraceBuilder("openai")
-    _read_messages(builder, expect_list(record["traj"], at(path, "traj")), at(path, "traj"))
+    traj = expect_list(record["traj"], at(path, "traj"))
+    if not traj:
+        raise ConversionError(at(path, "traj"), _empty_run(record.get("info")))
+    _read_messages(builder, traj, at(path, "traj"))
     task_id, trial = record.get("task_id"), record.get("trial")
     if task_id is not None:
         builder.source_id = f"tau-bench:task-{task_id}" + (
@@ -178,6 +181,18 @@ def _read_tau_bench(record: Mapping[str, Any], path: str) -> TraceBuilder:
         # The task, its expected actions and outputs: what a rubric grades the trace against.
         builder.ground_truth = expect_dict(info, at(path, "info"))
     return builder
+
+
+def _empty_run(info: Any) -> str:
+    """Why a tau-bench run has no steps: its runner writes ``traj: []`` and the exception in
+    ``info.error`` when the run crashed."""
+    error = info.get("error") if isinstance(info, Mapping) else None
+    if error:
+        text = stringify(error).strip()
+        if len(text) > 300:
+            text = text[:299] + "…"
+        return f"empty: the run crashed before its first step: {text}"
+    return "empty: the run has no steps"
 
 
 def _read_chat_record(builder: TraceBuilder, record: Mapping[str, Any], path: str) -> None:
