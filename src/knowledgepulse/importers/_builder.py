@@ -134,9 +134,7 @@ class TraceBuilder:
 
     # -- events -------------------------------------------------------------------------------
 
-    def user_message(
-        self, text: str | None, *, origin: str = FROM_USER_MESSAGE
-    ) -> RawStep | None:
+    def user_message(self, text: str | None, *, origin: str = FROM_USER_MESSAGE) -> RawStep | None:
         """A user message: the first non-blank one that is not a harness preamble is the task
         objective (see :meth:`note_objective`), each later one an observation step marked
         ``"source": "user"`` (returned). Blank text is skipped. ``origin`` says where the text
@@ -165,6 +163,22 @@ class TraceBuilder:
             self.objective_context.append(text)
         elif preamble_kind(text) is not None:
             # Kept, not lost; it becomes the objective only if nothing better comes.
+            if text not in self.objective_context:
+                self.objective_context.append(text)
+        else:
+            self.objective, self.objective_from = text, origin
+
+    def set_objective(self, text: str | None, origin: str) -> None:
+        """An explicit task field (a root run's input): the objective whatever came before,
+        a known template's task extracted from it. Blank text is ignored."""
+        if not text or not text.strip():
+            return
+        text = scrub_text(text)
+        if self.objective is not None and self.objective_from == FROM_USER_MESSAGE:
+            self.objective_context.append(self.objective)
+        extracted = task_from_template(text)
+        if extracted is not None:
+            self.objective, self.objective_from = extracted[0], TEMPLATE_PREFIX + extracted[1]
             self.objective_context.append(text)
         else:
             self.objective, self.objective_from = text, origin
@@ -313,7 +327,7 @@ class TraceBuilder:
             "defaulted": defaulted,
             "objective_from": objective_from,
         }
-        context = [text for text in self.objective_context if text != objective]
+        context = [t for t in dict.fromkeys(self.objective_context) if t != objective]
         if context:
             kp_import["objective_context"] = context
         if options.given:

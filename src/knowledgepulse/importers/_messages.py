@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._objective import preamble_kind
 from ._values import content_text, parse_arguments, stringify
 
 __all__ = [
@@ -242,6 +243,9 @@ def text_from_value(value: Any, *, output: bool = False) -> str | None:
         messages = [m for m in map(message_from_chat, message_list(value)) if m is not None]
         role = "assistant" if output else "user"
         texts = [m.text for m in messages if m.role == role and m.text]
+        if not output:
+            # A harness preamble ahead of the task ("Be helpful!") is not the task.
+            texts = [t for t in texts if preamble_kind(t) is None] or texts
         if texts:
             return texts[-1] if output else texts[0]
         return None

@@ -33,6 +33,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import redact_binary
 from ._builder import TraceBuilder
 from ._messages import Message, message_from_chat, text_from_value
+from ._objective import FROM_TRACE_INPUT, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
 from ._values import (
@@ -87,7 +88,11 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     if isinstance(trace.get("id"), str) and trace["id"]:
         builder.source_id = trace["id"]
     builder.note_time(parse_timestamp(trace.get("timestamp")))
-    builder.user_message(text_from_value(redact_binary(trace.get("input"))))
+    builder.user_message(
+        text_from_value(redact_binary(trace.get("input"))), origin=FROM_TRACE_INPUT
+    )
+    if isinstance(trace.get("name"), str):
+        builder.default_objective(trace["name"], FROM_TRACE_NAME)
     summary = text_from_value(redact_binary(trace.get("output")), output=True)
     if summary is not None:
         builder.result_summary = summary

@@ -51,6 +51,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import redact_binary
 from ._builder import TraceBuilder
 from ._messages import text_from_value
+from ._objective import FROM_SPAN_NAME, FROM_TRACE_INPUT
 from ._options import ImportOptions, resolve_options
 from ._otel_spans import DETAILS_EVENT, MESSAGE_EVENTS, Span, span_calls, span_messages, unflatten
 from ._otlp import SpanProblem, read_spans
@@ -184,8 +185,10 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
 
     if top is not None:
         inputs, outputs = span_messages(top)
-        first_user = next((m.text for m in inputs if m.role == "user" and m.text), None)
-        builder.user_message(first_user or text_from_value(top.attrs.get("input.value")))
+        for message in inputs:
+            if message.role == "user" and message.text:
+                builder.note_objective(message.text)
+        builder.user_message(text_from_value(top.attrs.get("input.value")), origin=FROM_TRACE_INPUT)
         last = [m.text for m in outputs if m.role == "assistant" and m.text]
         summary = last[-1] if last else text_from_value(top.attrs.get("output.value"), output=True)
         if summary is not None:
@@ -226,7 +229,13 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
         elif span.kind == "tool":
             _tool_span(replay, span)
         if span.kind in ("llm", "agent") and builder.objective is None:
-            builder.user_message(text_from_value(span.attrs.get("input.value")))
+            builder.user_message(
+                text_from_value(span.attrs.get("input.value")), origin=FROM_TRACE_INPUT
+            )
+    # Content capture off (the GenAI instrumentations' default): no message, only names.
+    speaker = top or root
+    if speaker is not None:
+        builder.default_objective(speaker.name, FROM_SPAN_NAME)
     return builder.build({"traceId": otel_id}, options)
 
 
