@@ -152,8 +152,13 @@ class TraceBuilder:
     def note_objective(self, text: str | None, *, origin: str = FROM_USER_MESSAGE) -> None:
         """A user message seen only for the objective: the first non-blank one that is not a
         harness preamble is it (a known template's task is extracted from it)."""
-        if self.objective is None and text and text.strip():
-            self._offer_objective(scrub_text(text), origin)
+        if not text or not text.strip():
+            return
+        text = scrub_text(text)
+        if self.objective is None:
+            self._offer_objective(text, origin)
+        elif preamble_kind(text) is not None and text not in self.objective_context:
+            self.objective_context.append(text)
 
     def _offer_objective(self, text: str, origin: str) -> None:
         extracted = task_from_template(text)

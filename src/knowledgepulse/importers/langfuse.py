@@ -24,6 +24,7 @@ result summary, ``timestamp`` → ``created_at``, ``id`` → source id; an ``ERR
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,7 +33,15 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._binary import redact_binary
 from ._builder import TraceBuilder
-from ._messages import Message, message_from_chat, text_from_value
+from ._genai_parts import semconv_messages
+from ._messages import (
+    Message,
+    is_response_object,
+    is_tool_definition,
+    message_from_chat,
+    responses_messages,
+    text_from_value,
+)
 from ._objective import FROM_TRACE_INPUT, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
@@ -45,6 +54,7 @@ from ._values import (
     parse_timestamp,
     stringify,
 )
+from .openai import is_responses_items
 
 __all__ = ["from_langfuse"]
 
@@ -65,13 +75,26 @@ def from_langfuse(
 
 
 def _traces(record: Any, path: str) -> Iterator[tuple[dict[str, Any], str]]:
-    if isinstance(record, Mapping) and "observations" not in record and "data" in record:
+    if _is_ui_download(record):
+        # The UI's download: the trace and its observations side by side.
+        trace = dict(record["trace"])
+        trace["observations"] = record["observations"]
+        yield trace, path
+    elif isinstance(record, Mapping) and "observations" not in record and "data" in record:
         yield from _traces(record["data"], at(path, "data"))
     elif isinstance(record, Mapping):
         yield dict(record), path
     else:
         for index, item in enumerate(expect_list(record, path)):
             yield expect_dict(item, at(path, index)), at(path, index)
+
+
+def _is_ui_download(record: Any) -> bool:
+    return (
+        isinstance(record, Mapping)
+        and isinstance(record.get("trace"), Mapping)
+        and isinstance(record.get("observations"), list)
+    )
 
 
 def _convert(trace: dict[str, Any], path: str, options: ImportOptions) -> ReasoningTrace:
@@ -159,8 +182,10 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
             builder.info.setdefault("model", observation["model"])
     elif kind in _TOOLS:
         text = stringify(output) if output is not None else (message if failed else None)
+        # Observations ingested over OTel are named after the span: "execute_tool <tool>".
+        tool_name = (name or "").removeprefix("execute_tool").strip() or name or kind.lower()
         replay.tool_run(
-            name or kind.lower(),
+            tool_name,
             call_id=None,
             arguments=parse_arguments(redact_binary(observation.get("input")), "", lenient=True),
             result=text,
@@ -174,16 +199,45 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
 
 
 def _messages(value: Any, role: str) -> list[Message]:
-    """Chat messages in a generation's input or output; bare text has ``role``."""
+    """Chat messages in a generation's input or output; bare text has ``role``.
+
+    Read: chat messages (OpenAI, LangChain), OTel GenAI messages with ``parts`` (Microsoft
+    Agent Framework, Pydantic AI), a Responses API response or its items (OpenAI Agents via
+    OpenInference); LangChain's tool definitions logged as ``role: "tool"`` are not messages.
+    """
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = None
+        if is_response_object(parsed) or isinstance(parsed, list):
+            value = parsed
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         value = value["messages"]
+    if is_response_object(value):
+        return responses_messages(value["output"])
     if isinstance(value, str):
         value = [{"role": role, "content": value}]
     elif isinstance(value, Mapping):
         value = [value if "role" in value else {"role": role, "content": stringify(value)}]
     if not isinstance(value, list):
         return []
-    return [m for m in map(message_from_chat, value) if m is not None]
+    if is_responses_items(value):
+        return responses_messages(value)
+    messages: list[Message] = []
+    for item in value:
+        if is_tool_definition(item):
+            continue
+        if isinstance(item, Mapping) and isinstance(item.get("parts"), list):
+            try:
+                messages.extend(semconv_messages([item], ""))
+            except ConversionError:
+                continue
+            continue
+        message = message_from_chat(item)
+        if message is not None:
+            messages.append(message)
+    return messages
 
 
 def _latency_ms(observation: Mapping[str, Any]) -> float | None:
