@@ -10,6 +10,7 @@ from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError
 
 from ._options import ImportOptions, override_trace_data, resolve_options
+from ._otlp import is_js_span
 from ._values import ConversionError
 from .anthropic import from_anthropic
 from .atif import from_atif
@@ -216,6 +217,8 @@ def _looks_otel(record: Mapping[str, Any]) -> bool:
         return True
     context = record.get("context")
     if isinstance(context, Mapping) and "trace_id" in context:
+        return True
+    if is_js_span(record):
         return True
     return "body" in record and ("severity_number" in record or "severity_text" in record)
 
