@@ -222,7 +222,7 @@ def message_from_chat(obj: Any) -> Message | None:
         for part in results:
             part.call_id = part.call_id or _opt_str(data.get("tool_call_id"))
             part.name = part.name or _opt_str(data.get("name"))
-            part.failed = part.failed or data.get("status") == "error"
+            part.failed = part.failed or data.get("status") == "error" or data.get("error") is True
         parts = results
     return Message(role, parts)
 

@@ -54,14 +54,32 @@ class Importer:
         return self.convert(record, resolve_options(options, overrides))
 
 
+_NOT_RESPONSES = (
+    "not OpenAI Responses API output (expected a response object with an 'output' list, or "
+    'Responses items such as {"type": "function_call", ...})'
+)
+
+
 def _openai_responses(record: Any, options: ImportOptions | None) -> list[ReasoningTrace]:
-    if (
-        isinstance(record, list)
-        and not is_responses_items(record)
-        and not all(isinstance(r, Mapping) and "output" in r for r in record)
-    ):
-        raise ConversionError("", "expected Responses API items or a response with 'output'")
+    """Only Responses API records: a Chat Completions record is refused with this format's
+    own message (naming the format it looks like), not converted as chat."""
+    if isinstance(record, list):
+        fits = is_responses_items(record) or (bool(record) and all(_is_response(r) for r in record))
+    else:
+        fits = _is_response(record)
+    if not fits:
+        detected = detect_format(record)
+        hint = (
+            f"; it looks like {detected}: use --from {detected}"
+            if detected not in (None, "openai-responses")
+            else ""
+        )
+        raise ConversionError("", _NOT_RESPONSES + hint)
     return from_openai(record, options)
+
+
+def _is_response(record: Any) -> bool:
+    return isinstance(record, Mapping) and isinstance(record.get("output"), list)
 
 
 FORMATS: dict[str, Importer] = {

@@ -227,6 +227,8 @@ def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> Non
                 content_text(message.get("content"), at(where, "content")),
                 call_id=call_id if isinstance(call_id, str) else None,
                 tool=message.get("name") if isinstance(message.get("name"), str) else None,
+                # tau2-bench marks a tool message that failed with ``error: true``.
+                failed=message.get("error") is True,
             )
         elif role == "function":
             builder.observation(

@@ -51,7 +51,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import redact_binary
 from ._builder import TraceBuilder
 from ._messages import text_from_value
-from ._objective import FROM_SPAN_NAME, FROM_TRACE_INPUT
+from ._objective import FROM_AGENT_NAME, FROM_SPAN_NAME, FROM_TRACE_INPUT
 from ._options import ImportOptions, resolve_options
 from ._otel_spans import DETAILS_EVENT, MESSAGE_EVENTS, Span, span_calls, span_messages, unflatten
 from ._otlp import SpanProblem, read_spans
@@ -233,6 +233,7 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
                 text_from_value(span.attrs.get("input.value")), origin=FROM_TRACE_INPUT
             )
     # Content capture off (the GenAI instrumentations' default): no message, only names.
+    builder.default_objective(builder.agent_id, FROM_AGENT_NAME)
     speaker = top or root
     if speaker is not None:
         builder.default_objective(speaker.name, FROM_SPAN_NAME)
