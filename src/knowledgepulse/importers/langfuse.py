@@ -1,8 +1,11 @@
 """Langfuse trace exports → ReasoningTraces, one per trace.
 
-Input: a trace as ``GET /api/public/traces/{traceId}`` returns it (``id``, ``timestamp``,
-``name``, ``input``, ``output``, ``observations`` as objects), a list of them, or
-``{"data": [...]}``. Observations are ordered by ``startTime`` and read by ``type``:
+Input: the UI's download ``{"trace": {...}, "observations": [...]}``, a trace as
+``GET /api/public/traces/{traceId}`` returns it (``id``, ``timestamp``, ``name``, ``input``,
+``output``, ``observations`` as objects), a list of them, or ``{"data": [...]}``.
+Observations are ordered by ``startTime`` and read by ``type``; generation messages may be
+chat messages, OTel GenAI messages with ``parts``, or Responses API objects and items (see
+``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
 - ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
   (an assistant message, a list of them, or text) → thoughts, tool calls and tool results,
@@ -17,7 +20,8 @@ Input: a trace as ``GET /api/public/traces/{traceId}`` returns it (``id``, ``tim
 - ``SPAN``, ``CHAIN`` and the rest: a failed observation of ``statusMessage`` when they are
   ``ERROR`` and no observation under them already is; otherwise nothing.
 
-The trace's ``input`` → objective (else the first user message of a generation), ``output`` →
+The trace's ``input`` → objective (else the first user message of a generation, else the
+trace's ``name``, defaulted), ``output`` →
 result summary, ``timestamp`` → ``created_at``, ``id`` → source id; an ``ERROR`` on an
 ``AGENT`` or top-level observation → success false.
 """

@@ -7,7 +7,8 @@ Chat Completions (``role`` messages):
 - ``assistant`` ``tool_calls[].function{name, arguments}`` → tool_call (``arguments`` parsed from
   JSON into ``input``), ``custom`` tool calls → ``input = {"input": text}``, legacy
   ``function_call`` → tool_call;
-- ``tool`` (matched to its call by ``tool_call_id``) and legacy ``function`` → observation;
+- ``tool`` (matched to its call by ``tool_call_id``; ``error: true``, as tau2-bench writes it,
+  marks it failed) and legacy ``function`` → observation;
 - the first ``user`` message → ``task.objective``; later ``user`` messages → observation
   steps marked ``"source": "user"``; ``system``/``developer`` messages are not steps.
 
@@ -24,7 +25,8 @@ Records: a list of messages or items; ``{"messages": [...]}`` (optional ``id``, 
 ``created``, and ``choices`` whose first message is appended); a tau-bench record
 ``{task_id, trial, reward, info, traj}`` (``reward`` ≥ 1.0 → success, id
 ``tau-bench:task-<task_id>:trial-<trial>``, ``task_id`` and ``trial`` → ``metadata.kp_import.task``
-and ``trial``, ``info`` → ``metadata.ground_truth``); a Responses object ``{"output": [...]}`` (optional
+and ``trial``, ``info`` → ``metadata.ground_truth``; ``traj: []`` is refused saying the run
+crashed, quoting ``info.error``); a Responses object ``{"output": [...]}`` (optional
 ``id``, ``input``, ``created_at``, ``model``, ``error``; ``status: failed`` or an ``error`` →
 success false).
 """

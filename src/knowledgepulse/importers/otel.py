@@ -3,8 +3,10 @@
 Input: an OTLP JSON export ``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``, with
 or without ``resourceLogs`` (GenAI events as log records, joined to their spans), or a list of
 them (e.g. one per line of a ``.jsonl`` file), or spans as the SDK's console exporter prints
-them (``context.trace_id``, ``parent_id``, ``start_time``, attributes as an object); see
-:mod:`._otlp`. Spans are grouped by ``traceId`` and ordered by start time. Vercel AI SDK spans
+them (``context.trace_id``, ``parent_id``, ``start_time``, attributes as an object), or JS
+SDK spans (``spanContext``, ``[seconds, nanos]`` times); see :mod:`._otlp`. Without captured
+content (the GenAI default) the trace is its tool spans, its objective defaulted to the
+agent's name, else the top agent or root span's name. Spans are grouped by ``traceId`` and ordered by start time. Vercel AI SDK spans
 are routed on ``ai.operationId`` (:mod:`.vercel`). Each trace keeps ``otel_trace_id`` and
 ``otel_span_id`` (the top agent span, else the root) in ``metadata.kp_import``; a trace whose
 root span is missing is noted there (``notes``).
