@@ -55,6 +55,8 @@ def test_terminus_2_template_gives_its_task() -> None:
         ("Act as a travel agent", "instruction"),
         ("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>x</INSTRUCTIONS>", "codex"),
         ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", "codex"),
+        ("Be concise and accurate.", "instruction"),
+        ("You are an assistant for a bakery; list today's specials.", None),
         ("Be helpful: which flights leave Paris tomorrow?", None),
         ("You are an expert; what is 2 + 2?", None),
         ("Fix the failing test in utils.py.", None),

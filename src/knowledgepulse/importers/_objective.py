@@ -85,10 +85,15 @@ def task_from_template(text: str) -> tuple[str, str] | None:
 
 # Short instructions about how to behave, sent as a user message ahead of the task (LangChain
 # examples send "Be helpful!"). Only short, one-line text is a candidate: a task is not.
+_ADJECTIVE = (
+    r"(?:helpful|concise|brief|polite|friendly|nice|precise|accurate|honest|harmless|careful)"
+)
 _BEHAVIOUR = re.compile(
-    r"^\s*(?:please\s+)?(?:be\s+(?:helpful|concise|brief|polite|friendly|nice|precise|"
-    r"accurate|honest)|you\s+are\s+(?:a|an)\s+[\w\s-]*?(?:assistant|agent|bot|ai)\b|"
-    r"act\s+as\s+(?:a|an)\s+[\w\s-]*?(?:assistant|agent))[^\n?]*$",
+    rf"^\s*(?:please\s+)?(?:"
+    rf"be\s+{_ADJECTIVE}(?:\s*(?:,|and|,\s*and)\s*{_ADJECTIVE})*"
+    r"|you\s+are\s+(?:a|an)\s+[\w\s-]{0,40}?(?:assistant|agent|bot|ai)"
+    r"|act\s+as\s+(?:a|an)\s+[\w\s-]{0,40}?(?:assistant|agent)"
+    r")[\s.!]*$",
     re.IGNORECASE,
 )
 _BEHAVIOUR_MAX = 200
@@ -106,9 +111,9 @@ def preamble_kind(text: str) -> str | None:
 
     - ``codex``: ``AGENTS.md`` instructions (``# AGENTS.md instructions for ...``,
       ``<user_instructions>``) or an ``<environment_context>`` block, as Codex sends them;
-    - ``instruction``: a short one-line instruction about behaviour, not a task ("Be
-      helpful!", "You are a helpful assistant.", "Act as a travel agent"): at most 200
-      characters, no question mark.
+    - ``instruction``: an instruction about behaviour and nothing else, not a task ("Be
+      helpful!", "Be concise and accurate.", "You are a helpful assistant.", "Act as a travel
+      agent"): the whole text is one such phrase (at most 200 characters).
     """
     stripped = text.strip()
     if stripped.startswith(_CODEX_PREFIXES):
