@@ -367,3 +367,29 @@ def test_a_directory_scan_says_which_extensions_it_skipped(
         "skipped 3 files in the directories given, not read as records: .traj (2), .txt (1)"
     ) in err
     assert "records in: 0" in err
+
+
+# -- one run is one record --------------------------------------------------------------------
+
+
+def test_a_runs_elements_count_once_and_a_broken_one_is_still_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "conversation.json"
+    messages = [
+        {"role": "user", "content": "Add 2 and 3."},
+        {"role": "assistant", "content": "5"},
+        {"role": "wizard", "content": "?"},
+    ]
+    path.write_text(json.dumps(messages, indent=2))
+    rejects = tmp_path / "rejects.jsonl"
+    code, _out, err = kp(capsys, "import", str(path), "--from", "openai", "--rejects", str(rejects))
+    assert code == 1
+    assert "[2].role: expected one of 'system', 'developer', 'user'" in err
+    assert "records in: 1 = processed 0 + rejected 1" in err
+    # --rejects still holds each element, with its place.
+    assert [json.loads(line)["index"] for line in rejects.read_text().splitlines()] == [0, 1, 2]
+    path.write_text(json.dumps(messages[:2], indent=2))
+    code, _out, err = kp(capsys, "import", str(path), "--from", "openai")
+    assert code == 0
+    assert "records in: 1 = processed 1 + rejected 0" in err
