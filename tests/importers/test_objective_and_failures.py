@@ -225,6 +225,30 @@ def test_terminus_2_parse_error_is_a_failure_and_the_next_step_a_recovery() -> N
     ]
 
 
+def test_terminus_2_parse_error_as_a_user_turn_fails() -> None:
+    # Terminus-2's chat history sends its parser's complaint as the next user message.
+    (trace,) = from_openai(
+        [
+            {"role": "user", "content": "Create hello.txt."},
+            {"role": "assistant", "content": "I will create it."},
+            {
+                "role": "user",
+                "content": "Previous response had parsing errors:\nERROR: No valid JSON found",
+            },
+            {"role": "assistant", "content": '{"analysis": "a", "plan": "p", "commands": []}'},
+            {"role": "user", "content": "Previous response had warnings:\nWARNINGS: - Extra"},
+            {"role": "assistant", "content": "Done."},
+        ]
+    )
+    assert _errors(trace) == [
+        ("thought", None),
+        ("observation", True),
+        ("error_recovery", None),
+        ("observation", None),
+        ("thought", None),
+    ]
+
+
 def test_tau2_error_flag_on_a_tool_message_fails_it() -> None:
     (trace,) = from_openai(
         [

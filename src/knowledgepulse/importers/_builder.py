@@ -7,7 +7,9 @@ thought, a tool call, a tool result) plus the user's messages. The builder then 
   :mod:`._objective` (a known template's task extracted, harness preambles skipped and kept in
   ``kp_import.objective_context``; where it came from in ``kp_import.objective_from``); every
   later one is an ``observation`` step marked ``"source": "user"`` (what the agent was told
-  mid-task is part of its work, as a tool result is). User text is never judged an error.
+  mid-task is part of its work, as a tool result is). User text is never judged an error by
+  its wording; only a harness's parse-error feedback sent as a user turn (Terminus-2's
+  "Previous response had parsing errors:", :func:`~._failures.failure_marker`) fails.
   Without any user message the objective is defaulted (trace input, agent, span or tool names,
   listed in ``kp_import.defaulted``): only a trace without steps is refused.
 - **payloads**: base64 and opaque payloads in any text or input are replaced by placeholders
@@ -145,7 +147,9 @@ class TraceBuilder:
         if self.objective is None:
             self._offer_objective(text, origin)
             return None
-        step = RawStep("observation", content=text, source=USER_SOURCE)
+        # A harness answering an unparsable response through the user turn: a failure.
+        failed = failure_marker(text) == "parse_error"
+        step = RawStep("observation", content=text, source=USER_SOURCE, failed=failed)
         self.steps.append(step)
         return step
 
