@@ -172,6 +172,34 @@ def test_otel_without_content_is_built_from_its_tool_spans() -> None:
     assert trace.steps[3].content == "TimeoutError: hotel service did not answer in 0.5 s"
 
 
+def test_sentry_tool_input_and_output_attributes_are_read() -> None:
+    # Sentry's SDKs (a JS span, attributes as an object) name them gen_ai.tool.input/output.
+    span = {
+        "name": "execute_tool get_weather",
+        "spanContext": {
+            "traceId": "5b8efff798038103d269b633813fc60c",
+            "spanId": "eee19b7ec3c1b174",
+        },
+        "startTime": [1730000000, 0],
+        "endTime": [1730000000, 250000000],
+        "attributes": {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.input": '{"location": "Paris"}',
+            "gen_ai.tool.output": '{"temp_c": 21}',
+        },
+        "status": {"code": 0},
+    }
+    (trace,) = convert("otel", [span])
+    steps = trace.to_dict()["steps"]
+    assert [(s["type"], s.get("input"), s.get("content")) for s in steps] == [
+        ("tool_call", {"location": "Paris"}, None),
+        ("observation", None, '{"temp_c": 21}'),
+    ]
+    assert steps[0]["latency_ms"] == pytest.approx(250.0)
+    assert trace.task.objective == "execute_tool get_weather"  # defaulted: no message, no agent
+
+
 def test_js_sdk_span_dump_is_one_run() -> None:
     from knowledgepulse.importers import read_traces_from_paths
 

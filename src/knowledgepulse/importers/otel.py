@@ -15,10 +15,10 @@ Each span is routed on ``gen_ai.operation.name`` or OpenInference's ``openinfere
 
 - **tool** (``execute_tool``, ``TOOL``, ``RETRIEVER``, or any span with ``gen_ai.tool.name``):
   tool_call ``gen_ai.tool.name``/``tool.name`` (else the span name after ``execute_tool``) with
-  ``gen_ai.tool.call.arguments``/``input.value`` as ``input`` (JSON object; other text is kept
+  ``gen_ai.tool.call.arguments``/``gen_ai.tool.input`` (Sentry)/``input.value`` as ``input`` (JSON object; other text is kept
   as ``{"input": text}``), unless an earlier LLM output already holds that call (same
   ``gen_ai.tool.call.id``, else the same tool name); then an observation of
-  ``gen_ai.tool.call.result``/``output.value``. Status ERROR marks it failed (its text is the
+  ``gen_ai.tool.call.result``/``gen_ai.tool.output`` (Sentry)/``output.value``. Status ERROR marks it failed (its text is the
   status message or the ``exception`` event when there is no result). The span's duration is the
   tool call's ``latency_ms``.
 - **LLM** (``chat``, ``text_completion``, ``generate_content``, ``LLM``, or a span carrying
@@ -292,9 +292,12 @@ def _tool_span(replay: Replay, span: Span) -> None:
         name = name or span.name.removeprefix("execute_tool").strip() or span.name or "tool"
         raw_id = attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id")
         call_id = str(raw_id) if raw_id else None
-        raw_args = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
+        # Sentry's SDKs name them gen_ai.tool.input/gen_ai.tool.output.
+        raw_args = _first_of(
+            attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.input", "input.value"
+        )
         arguments = parse_arguments(raw_args, "", lenient=True)
-        result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
+        result = _first_of(attrs, "gen_ai.tool.call.result", "gen_ai.tool.output", "output.value")
         if result is None and any(k.startswith("retrieval.documents.") for k in attrs):
             result = _retrieval_documents(attrs)
     failed = span.status == "error"
@@ -310,6 +313,14 @@ def _tool_span(replay: Replay, span: Span) -> None:
         failed=failed,
         latency_ms=span.latency_ms,
     )
+
+
+def _first_of(attrs: Mapping[str, Any], *keys: str) -> Any:
+    """The value of the first of ``keys`` present in ``attrs`` (``None`` when none is)."""
+    for key in keys:
+        if key in attrs:
+            return attrs[key]
+    return None
 
 
 def _retrieval_documents(attrs: Mapping[str, Any]) -> str:
