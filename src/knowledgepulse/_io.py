@@ -49,6 +49,7 @@ __all__ = [
     "iter_records",
     "json_type_name",
     "parse_json_bytes",
+    "skipped_files",
 ]
 
 RECORD_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
@@ -136,6 +137,24 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
         else:
             raise FileNotFoundError(f"no such file or directory: {raw}")
     return files
+
+
+def skipped_files(paths: Iterable[str]) -> dict[str, int]:
+    """Files inside the named directories that :func:`expand_paths` leaves out because of
+    their extension (hidden files aside), counted by extension (``""`` for none), most
+    frequent first. Files named explicitly are never skipped."""
+    counts: dict[str, int] = {}
+    for raw in paths:
+        if raw == STDIN or not Path(raw).is_dir():
+            continue
+        for folder, subfolders, names in os.walk(raw):
+            subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+            for name in names:
+                if name.startswith(".") or name.lower().endswith(RECORD_SUFFIXES):
+                    continue
+                suffix = Path(folder, name).suffix.lower()
+                counts[suffix] = counts.get(suffix, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _record_files(root: Path) -> list[Path]:
@@ -398,12 +417,39 @@ def records_from_json_bytes(data: bytes, source: str, parse: bool = True) -> Ite
             yield InputRecord(source, exc.lineno, error=f"invalid JSON: {_json_reason(exc)}")
             return
         end = -1  # lines that are records of their own, some broken: JSONL
+    if end != -1 and _skip_space(text, end) < len(text) and first_line.strip() == "{":
+        # Pretty-printed objects one after another (the OpenTelemetry Python SDK's console
+        # exporter prints spans so): each is a record, located by the line where it starts.
+        documents = _concatenated(text, index)
+        if documents is not None:
+            for start, stop in documents:
+                line = text.count("\n", 0, start) + 1
+                raw = text[start:stop].encode("utf-8", errors="surrogateescape")
+                yield _record_from_bytes(raw, source, line, parse=parse)
+            return
     if end == -1 or _skip_space(text, end) < len(text):
         # Not one document: JSONL in a .json file.
         yield from _records_from_lines(io.BytesIO(data), source, parse)
         return
     line = text.count("\n", 0, index) + 1
     yield _record_from_bytes(data.strip(), source, line, parse=parse)
+
+
+def _concatenated(text: str, index: int) -> list[tuple[int, int]] | None:
+    """Where each of several whitespace-separated JSON objects starts and ends, or ``None``
+    when the text is not only such objects."""
+    decoder = json.JSONDecoder()
+    spans: list[tuple[int, int]] = []
+    while index < len(text):
+        if text[index] != "{":
+            return None
+        try:
+            _, end = decoder.raw_decode(text, index)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        spans.append((index, end))
+        index = _skip_space(text, end)
+    return spans
 
 
 def _is_record(line: str) -> bool:

@@ -10,12 +10,17 @@ A unit is the set of input records that are converted (and rejected) together:
   ``traceId`` and by run tree: the records holding one trace's spans or runs are one unit,
   emitted when the file ends.
 
+A unit of several records of one source (the messages of one conversation, the spans of one
+trace) is one run: it counts once in a run's accounting (:attr:`Conversion.counted`), while its
+problems still name each element (``[7].attributes``).
+
 Problem paths start at the record. In a unit of several records they start at the list
 (``[17].run_type``) or, for the lines of a JSONL file, at the line (``line 17: run_type``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +30,7 @@ from knowledgepulse._schema import ReasoningTrace, TraceValidationError, Validat
 
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
+from ._runs import is_one_run
 from ._values import ConversionError, at
 from .langsmith import convert_tree, plant_trees
 from .openai import is_responses_items
@@ -52,16 +58,25 @@ class Conversion:
     traces of a record that also holds broken ones and could not be split (one OTLP document
     with spans of several traces, say): those are kept, the record still counts as rejected.
     ``format``: the format used, after detection (the one asked for when none was found).
+    ``one_run``: the records are the events of one run, counted once (:attr:`counted`).
     """
 
     records: list[InputRecord]
     traces: list[ReasoningTrace]
     problems: list[str]
     format: str
+    # The records are the events of one run (a conversation's messages, one trace's spans).
+    one_run: bool = False
 
     @property
     def rejected(self) -> bool:
         return bool(self.problems)
+
+    @property
+    def counted(self) -> int:
+        """How many records the unit counts for in a run's accounting: one for the events of
+        one run (:func:`~._runs.is_one_run`), else each record."""
+        return 1 if self.one_run else len(self.records)
 
 
 def read_traces(
@@ -158,7 +173,8 @@ class _Stream:
             yield Conversion(parts, [], errors, self.fmt)
             return
         data = [record.data for record in parts]
-        yield self._convert(parts, data, self._format_of(data))
+        conversion = self._convert(parts, data, self._format_of(data))
+        yield dataclasses.replace(conversion, one_run=is_one_run(parts))
 
     def _single(self, record: InputRecord) -> Iterator[Conversion]:
         if record.error is not None:
@@ -204,7 +220,7 @@ class _Stream:
         for name, unit in units:
             members = [records[n] for n in unit.positions]
             problems = _render(unit.errors, members)
-            yield Conversion(members, unit.traces, problems, name)
+            yield Conversion(members, unit.traces, problems, name, one_run=is_one_run(members))
 
     def _otel_units(self, records: list[InputRecord], positions: list[int]) -> list[_Unit]:
         spans, problems = read_spans((records[n].data, _prefix(records[n]), n) for n in positions)
