@@ -89,6 +89,23 @@ from ._kb_cmd import kb_option
     metavar="SECONDS",
     help="On SIGTERM, how long requests in flight may finish.",
 )
+@click.option(
+    "--header-timeout",
+    "header_timeout_s",
+    type=click.FloatRange(0.1),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A request's headers must arrive within this long (else the connection closes).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="Most connections open at once (at most 3/4 of the open-file limit); past it the "
+    "longest idle one is closed.",
+)
 @click.option("--no-embed", is_flag=True, hidden=True)
 def serve_command(
     location: str,
@@ -103,6 +120,8 @@ def serve_command(
     request_timeout_s: float,
     workers: int,
     drain_s: float,
+    header_timeout_s: float,
+    max_connections: int,
     no_embed: bool,
 ) -> None:
     """Serve a knowledge base over HTTP: score, contribute, search and read traces.
@@ -132,6 +151,8 @@ def serve_command(
         burst=burst,
         request_timeout_s=request_timeout_s,
         workers=workers,
+        header_timeout_s=header_timeout_s,
+        max_connections=max_connections,
     )
     application = create_app(kb, embedder, settings=settings, threshold=threshold, close_kb=True)
     service = application.state.service
