@@ -31,7 +31,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["AcceptErrorLog", "ConnectionGuard", "connection_cap", "guarded_protocol"]
 
-logger = logging.getLogger("knowledgepulse.service")
+# The server's own log (uvicorn configures its handler and level).
+logger = logging.getLogger("uvicorn.error")
 
 _RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 

@@ -12,31 +12,46 @@ import anyio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-__all__ = ["BodyTooLarge", "RateLimiter", "read_body"]
+__all__ = ["DISCARD_BYTES", "BodyTooLarge", "RateLimiter", "read_body", "retry_after", "whole_seconds"]
+
+
+#: A body over the size limit is still read, and thrown away, up to this many bytes before
+#: the 413: a client that sends its whole body before reading the answer (Python's urllib,
+#: most simple clients) then gets the 413, not a connection reset. Beyond it the 413 is sent
+#: at once and the connection closed.
+DISCARD_BYTES = 64 * 1024 * 1024
 
 
 class BodyTooLarge(HTTPException):
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"the request body is larger than {limit:,} bytes")
+    def __init__(self, limit: int, *, close: bool = False) -> None:
+        headers = {"Connection": "close"} if close else None
+        super().__init__(413, f"the request body is larger than {limit:,} bytes", headers)
 
 
 async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
-    """The body, refused as soon as it passes ``limit`` bytes (413) or takes longer than
-    ``timeout_s`` to arrive (408): a client cannot make the server buffer more than ``limit``
-    bytes, nor hold a worker with a body it sends slowly."""
+    """The body, refused (413) when it passes ``limit`` bytes or (408) when it takes longer
+    than ``timeout_s`` to arrive: a client cannot make the server buffer more than ``limit``
+    bytes, nor hold a worker with a body it sends slowly. A body over the limit is read and
+    thrown away up to :data:`DISCARD_BYTES` (within ``timeout_s``) before the 413."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(limit)
+        if int(declared) > DISCARD_BYTES:
+            raise BodyTooLarge(limit, close=True)
     chunks: list[bytes] = []
     size = 0
     with anyio.move_on_after(timeout_s) as scope:
         async for chunk in request.stream():
             size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge(limit)
-            chunks.append(chunk)
+            if size > DISCARD_BYTES:
+                raise BodyTooLarge(limit, close=True)
+            if size <= limit:
+                chunks.append(chunk)
     if scope.cancelled_caught:
+        if size > limit:
+            raise BodyTooLarge(limit, close=True)
         raise HTTPException(408, f"the request body took longer than {timeout_s:g} s to arrive")
+    if size > limit:
+        raise BodyTooLarge(limit)
     return b"".join(chunks)
 
 
@@ -65,14 +80,28 @@ class RateLimiter:
     def take(self, key: str) -> float:
         """Spend one token of ``key``'s bucket: 0.0 when allowed, else the seconds until a
         token is there (the request is refused and nothing is spent)."""
+        return self._spend(key, 1.0)
+
+    def wait(self, key: str) -> float:
+        """The seconds until ``key`` has a token (0.0: it has one now); spends nothing."""
+        return self._spend(key, 0.0)
+
+    def charge(self, key: str, cost: float) -> None:
+        """Spend ``cost`` more tokens of ``key``'s bucket, into debt if need be: work found
+        to be larger than one token once the request is read (a batch of traces) is paid
+        for by the key's next requests."""
+        if cost > 0:
+            self._spend(key, cost, owe=True)
+
+    def _spend(self, key: str, cost: float, *, owe: bool = False) -> float:
         if self.rate <= 0:
             return 0.0
         now = self._clock()
         with self._lock:
             tokens, last = self._buckets.get(key, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-            if tokens >= 1.0:
-                self._remember(key, tokens - 1.0, now)
+            if owe or tokens >= 1.0:
+                self._remember(key, tokens - cost, now)
                 return 0.0
             self._remember(key, tokens, now)
             return (1.0 - tokens) / self.rate
@@ -88,6 +117,11 @@ class RateLimiter:
         self._buckets[key] = (tokens, now)
 
 
+def whole_seconds(seconds: float) -> int:
+    """A wait as ``Retry-After`` says it: whole seconds, rounded up, at least 1."""
+    return max(1, math.ceil(seconds))
+
+
 def retry_after(seconds: float) -> dict[str, Any]:
-    """The ``Retry-After`` header for a wait of ``seconds`` (whole seconds, at least 1)."""
-    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+    """The ``Retry-After`` header for a wait of ``seconds``."""
+    return {"Retry-After": str(whole_seconds(seconds))}
