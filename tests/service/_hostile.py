@@ -118,6 +118,8 @@ def _serve(config: dict[str, Any]) -> None:
     from knowledgepulse.service import ServiceSettings, create_app, run_server
 
     class SlowEmbedder(HashingEmbedder):
+        name = "HashingEmbedder"  # the identity the base was made with
+
         def embed(self, texts: Any) -> Any:
             time.sleep(config["slow_embed_s"])
             return super().embed(texts)

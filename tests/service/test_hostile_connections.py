@@ -35,7 +35,10 @@ def _read_answer(sock: socket.socket) -> bytes:
     """One whole answer (headers and a body of its Content-Length) from ``sock``."""
     data = b""
     while b"\r\n\r\n" not in data:
-        data += sock.recv(65536)
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed after {data!r}")
+        data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     length = next(
         int(line.split(b":")[1])
@@ -137,19 +140,24 @@ def quick(tmp_path: Path) -> Iterator[ChildServer]:
 def test_silent_slow_header_and_early_answered_connections_are_closed(quick: ChildServer) -> None:
     silent = _connect(quick.url)
     slow = _SlowHeaders(quick.url, 1, every_s=0.5)
-    # A keep-alive request answered 401 at once, whose client then sends its body slowly.
+    # A request without a key whose client sends its body slowly: no key, no reprieve.
     unkeyed = _connect(quick.url)
     unkeyed.sendall(
         b"POST /v1/traces HTTP/1.1\r\nHost: kp\r\nContent-Length: 100000\r\n"
         b"Content-Type: application/json\r\n\r\n["
     )
-    assert _read_answer(unkeyed).startswith(b"HTTP/1.1 401 ")
+    # A keep-alive connection answered 401, whose client then sends headers slowly.
+    answered = _connect(quick.url)
+    answered.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: kp\r\nContent-Length: 2\r\n\r\n[]")
+    assert _read_answer(answered).startswith(b"HTTP/1.1 401 ")
+    answered.sendall(b"GET /v1/stats HTTP/1.1\r\n")
     stop = threading.Event()
 
     def trickle() -> None:
         while not stop.wait(0.3):
             try:
                 unkeyed.sendall(b" ")
+                answered.sendall(b"X-More: 1\r\n")
             except OSError:
                 return
 
@@ -158,6 +166,7 @@ def test_silent_slow_header_and_early_answered_connections_are_closed(quick: Chi
     try:
         assert (waited := _closed_within(silent, 6.0)) is not None and waited < 3.5
         assert (waited := _closed_within(unkeyed, 6.0)) is not None and waited < 3.5
+        assert (waited := _closed_within(answered, 6.0)) is not None and waited < 3.5
         time.sleep(max(0.0, 3.5 - (time.monotonic() - slow._start)))
         assert slow.closed_after and slow.closed_after[0] < 3.5
     finally:
@@ -165,6 +174,7 @@ def test_silent_slow_header_and_early_answered_connections_are_closed(quick: Chi
         slow.stop()
         silent.close()
         unkeyed.close()
+        answered.close()
     # The connections that were closed did not stop the server.
     with quick.client("reader") as client:
         assert client.get("/v1/stats").status_code == 200

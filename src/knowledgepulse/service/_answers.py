@@ -5,6 +5,9 @@
   (answers carry trace content and keys' views of it; no cache may keep them). The
   interactive API pages (``/docs``, ``/redoc``) load FastAPI's scripts from its CDN and start
   them with one inline script: their policy allows that CDN and that script alone, by hash.
+- The body of a request answered before it was read (401, 403, 413, 429) is read and thrown
+  away, up to ``DISCARD_BYTES`` and the body read timeout, before the answer is sent: a client
+  that sends its whole body before reading (urllib) gets the answer, not a connection reset.
 - A request cut off by the server (the ``--drain`` time ran out on SIGTERM) answers 503 with
   ``Retry-After``, not uvicorn's 500.
 - A client that goes away in the middle of its body costs one log line, not a traceback.
@@ -20,8 +23,11 @@ import logging
 import re
 from typing import Any
 
+import anyio
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
+
+from ._limits import DISCARD_BYTES
 
 __all__ = ["SECURITY_HEADERS", "SecureAnswers", "client_went_away"]
 
@@ -64,11 +70,13 @@ class SecureAnswers:
     Args:
         app: the application.
         pages: the paths of the API's HTML pages (``/docs``, ``/redoc``).
+        discard_timeout_s: how long an unread body is read and thrown away at most.
     """
 
-    def __init__(self, app: Any, pages: set[str]) -> None:
+    def __init__(self, app: Any, pages: set[str], discard_timeout_s: float = 30.0) -> None:
         self.app = app
         self.pages = pages
+        self.discard_timeout_s = discard_timeout_s
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -77,12 +85,24 @@ class SecureAnswers:
         started = False
         page = scope.get("path") in self.pages
         held: list[Any] = []
+        headers = dict(scope.get("headers") or [])
+        body_read = b"content-length" not in headers and b"transfer-encoding" not in headers
+
+        async def tracked() -> Any:
+            nonlocal body_read
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_read = True
+            return message
 
         async def secured(message: Any) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
                 kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _NAMES]
+                closing = (b"connection", b"close") in [(k.lower(), v) for k, v in kept]
+                if not body_read and not closing and not await self._discard(tracked):
+                    kept.append((b"connection", b"close"))
                 message = {**message, "headers": kept + _RAW}
                 if page:
                     held.append(message)
@@ -96,7 +116,7 @@ class SecureAnswers:
             await send(message)
 
         try:
-            await self.app(scope, receive, secured)
+            await self.app(scope, tracked, secured)
         except asyncio.CancelledError:
             if started:
                 raise
@@ -104,6 +124,23 @@ class SecureAnswers:
             # to come back (to another replica, or this one restarted); not re-raised, since
             # the cancellation's purpose, ending this request, is done.
             await _send_drained(send)
+
+
+    async def _discard(self, receive: Any) -> bool:
+        """Read the rest of the body and throw it away; False when it is larger than
+        :data:`DISCARD_BYTES` or slower than ``discard_timeout_s`` (the connection closes)."""
+        size = 0
+        with anyio.move_on_after(self.discard_timeout_s):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return False
+                size += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return True
+                if size > DISCARD_BYTES:
+                    return False
+        return False
 
 
 async def _send_page(send: Any, held: list[Any]) -> None:

@@ -175,7 +175,11 @@ def create_app(
     app.state.service = state
     app.include_router(router)
     pages = {app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
-    app.add_middleware(SecureAnswers, pages={page for page in pages if page})
+    app.add_middleware(
+        SecureAnswers,
+        pages={page for page in pages if page},
+        discard_timeout_s=state.settings.read_timeout_s,
+    )
     _add_error_answers(app)
     _complete_openapi(app)
     if viewer:

@@ -13,6 +13,7 @@ from starlette.requests import Request
 
 from ..kb import ApiKey
 from ..kb._keys import hash_key
+from ._connections import hold
 from ._limits import RateLimiter, retry_after, whole_seconds
 
 __all__ = ["KeyCheck", "Unauthorized"]
@@ -74,6 +75,7 @@ class KeyCheck:
             except HTTPException:
                 self._failures.take(address)
                 raise
+            hold(request.scope)  # a valid key: the connection may outlive the header deadline
             wait = self._limiter.take(key.id)
             if wait > 0:
                 raise _too_many("rate limit", wait)

@@ -9,11 +9,13 @@ uvicorn's HTTP/1.1 protocol (h11) and one to its event loop:
 
 - a header deadline: from accept, and again from the end of each answer, the next request's
   headers must arrive within ``header_timeout_s``; more bytes (a header line, the rest of an
-  early-answered body) do not extend it. While a request is being answered, the application's
-  own limits apply (the body read timeout, the request timeout);
+  early-answered body) do not extend it. Once a request has shown a valid key
+  (:data:`HOLD`, called by the key check), the application's own limits apply instead (the
+  body read timeout, the request timeout);
 - a connection cap below the open-file limit: past it, a new connection closes the connection
-  that has waited longest without a request in progress, so a real client always gets in (an
-  attacker must open ``max_connections`` connections faster than a client sends its headers);
+  that has waited longest without a keyed request in progress, so a real client always gets
+  in (an attacker must open ``max_connections`` connections faster than a client sends its
+  headers);
 - accept errors (``EMFILE`` and the like) logged once per ``interval_s`` with a count.
 """
 
@@ -29,7 +31,18 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["AcceptErrorLog", "ConnectionGuard", "connection_cap", "guarded_protocol"]
+__all__ = ["HOLD", "AcceptErrorLog", "ConnectionGuard", "connection_cap", "guarded_protocol", "hold"]
+
+#: The ASGI scope key of a callable that lets a request's connection outlive the header
+#: deadline and the eviction of idle connections (the request has a valid key).
+HOLD = "knowledgepulse.hold"
+
+
+def hold(scope: Any) -> None:
+    """Keep the connection of the request of ``scope`` open while it is answered."""
+    keep = scope.get(HOLD)
+    if keep is not None:
+        keep()
 
 # The server's own log (uvicorn configures its handler and level).
 logger = logging.getLogger("uvicorn.error")
@@ -115,6 +128,7 @@ class _GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
         self._answering = False
+        self._held = False
         if not self.guard.opened(self):
             self.close_now()
             return
@@ -140,11 +154,17 @@ class _GuardedH11Protocol(H11Protocol):
             return
         self._answering = answering
         if answering:
-            self._disarm()
-            self.guard.busy(self)
+            self.scope[HOLD] = self._hold  # type: ignore[literal-required]
         else:
+            self._held = False
             self.guard.waiting(self)
             self._arm()
+
+    def _hold(self) -> None:
+        if self._answering and not self.transport.is_closing():
+            self._held = True
+            self._disarm()
+            self.guard.busy(self)
 
     def _arm(self) -> None:
         self._disarm()
@@ -157,7 +177,7 @@ class _GuardedH11Protocol(H11Protocol):
 
     def _expired(self) -> None:
         self._deadline = None
-        if not self._answering:
+        if not self._held:
             self.guard.timed_out += 1
             self.close_now()
 

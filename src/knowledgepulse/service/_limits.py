@@ -15,10 +15,11 @@ from starlette.requests import Request
 __all__ = ["DISCARD_BYTES", "BodyTooLarge", "RateLimiter", "read_body", "retry_after", "whole_seconds"]
 
 
-#: A body over the size limit is still read, and thrown away, up to this many bytes before
-#: the 413: a client that sends its whole body before reading the answer (Python's urllib,
-#: most simple clients) then gets the 413, not a connection reset. Beyond it the 413 is sent
-#: at once and the connection closed.
+#: A body over the size limit, or the body of a request answered before it was read (401,
+#: 403, 429), is still read and thrown away up to this many bytes before the answer is sent
+#: (``_answers.SecureAnswers``): a client that sends its whole body before it reads the
+#: answer (Python's urllib, most simple clients) then gets the answer, not a connection
+#: reset. A body declared larger is answered at once, and the connection closed.
 DISCARD_BYTES = 64 * 1024 * 1024
 
 
@@ -29,29 +30,26 @@ class BodyTooLarge(HTTPException):
 
 
 async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
-    """The body, refused (413) when it passes ``limit`` bytes or (408) when it takes longer
-    than ``timeout_s`` to arrive: a client cannot make the server buffer more than ``limit``
-    bytes, nor hold a worker with a body it sends slowly. A body over the limit is read and
-    thrown away up to :data:`DISCARD_BYTES` (within ``timeout_s``) before the 413."""
+    """The body, refused as soon as it passes ``limit`` bytes (413) or takes longer than
+    ``timeout_s`` to arrive (408): a client cannot make the server buffer more than ``limit``
+    bytes, nor hold a worker with a body it sends slowly."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        if int(declared) > DISCARD_BYTES:
-            raise BodyTooLarge(limit, close=True)
+        raise BodyTooLarge(limit, close=int(declared) > DISCARD_BYTES)
     chunks: list[bytes] = []
     size = 0
     with anyio.move_on_after(timeout_s) as scope:
         async for chunk in request.stream():
             size += len(chunk)
-            if size > DISCARD_BYTES:
-                raise BodyTooLarge(limit, close=True)
-            if size <= limit:
-                chunks.append(chunk)
+            if size > limit:
+                raise BodyTooLarge(limit)
+            chunks.append(chunk)
     if scope.cancelled_caught:
-        if size > limit:
-            raise BodyTooLarge(limit, close=True)
-        raise HTTPException(408, f"the request body took longer than {timeout_s:g} s to arrive")
-    if size > limit:
-        raise BodyTooLarge(limit)
+        raise HTTPException(
+            408,
+            f"the request body took longer than {timeout_s:g} s to arrive",
+            {"Connection": "close"},
+        )
     return b"".join(chunks)
 
 
