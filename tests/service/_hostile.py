@@ -35,7 +35,7 @@ class ChildServer:
 
     def client(self, who: str | None = None, **options: Any) -> httpx.Client:
         headers = {} if who is None else {"Authorization": f"Bearer {self.keys[who]}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **options)
+        return httpx.Client(base_url=self.url, headers=headers, **{"timeout": 30, **options})
 
 
 def _free_port() -> int:

@@ -20,7 +20,6 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from knowledgepulse._io import MAX_DEPTH
-from knowledgepulse.service._bodies import nesting_depth
 
 from ._hostile import child_server
 from .conftest import Serve, trace
@@ -31,6 +30,14 @@ def _nested(levels: int) -> Any:
     for _ in range(levels):
         value = {"down": value}
     return value
+
+
+def nesting_depth(value: Any) -> int:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return 1 + max((nesting_depth(item) for item in value), default=0)
+    return 0
 
 
 def deep_trace(trace_id: str, depth: int) -> dict[str, Any]:
