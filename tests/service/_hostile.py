@@ -112,7 +112,6 @@ def _serve(config: dict[str, Any]) -> None:
 
         resource.setrlimit(resource.RLIMIT_NOFILE, (config["nofile"], config["nofile"]))
     from _helpers import HashingEmbedder
-
     from knowledgepulse.embedding import check_embedder
     from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
     from knowledgepulse.service import ServiceSettings, create_app, run_server
@@ -126,9 +125,7 @@ def _serve(config: dict[str, Any]) -> None:
 
     embedder = check_embedder(SlowEmbedder() if config["slow_embed_s"] else HashingEmbedder())
     kb = open_knowledge_base(config["kb"], EmbeddingIdentity.of(embedder))
-    app = create_app(
-        kb, embedder, settings=ServiceSettings(**config["settings"]), close_kb=True
-    )
+    app = create_app(kb, embedder, settings=ServiceSettings(**config["settings"]), close_kb=True)
     run_server(app, "127.0.0.1", config["port"], drain_s=config["drain_s"], log_level="warning")
 
 

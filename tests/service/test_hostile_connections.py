@@ -128,6 +128,7 @@ def test_300_silent_and_20_slow_header_sockets_leave_room_for_a_keyed_client(
         assert elapsed < 2.0, f"the keyed request took {elapsed:.2f} s"
         assert len(silent) == 300
     time.sleep(1.0)
+    print(f"keyed GET /v1/stats in {elapsed:.3f} s; log {limited.log.stat().st_size:,} bytes")
     assert limited.log.stat().st_size < 1_000_000
 
 

@@ -57,7 +57,9 @@ def test_a_trace_nested_256_levels_is_a_422_naming_the_depth(serve: Serve) -> No
             assert answer.status_code == 422, answer.text
             assert answer.json() == {
                 "detail": "the trace: nested 256 levels deep; at most 200 are taken",
-                "problems": [{"path": "", "message": "nested 256 levels deep; at most 200 are taken"}],
+                "problems": [
+                    {"path": "", "message": "nested 256 levels deep; at most 200 are taken"}
+                ],
             }
         search = client.post("/v1/search", json={"trace": deep, "k": 3})
         assert search.status_code == 422

@@ -125,7 +125,6 @@ class SecureAnswers:
             # the cancellation's purpose, ending this request, is done.
             await _send_drained(send)
 
-
     async def _discard(self, receive: Any) -> bool:
         """Read the rest of the body and throw it away; False when it is larger than
         :data:`DISCARD_BYTES` or slower than ``discard_timeout_s`` (the connection closes)."""

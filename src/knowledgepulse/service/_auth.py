@@ -69,9 +69,7 @@ class KeyCheck:
             try:
                 key = await self.identify(request)
                 if not key.allows(scope):
-                    raise HTTPException(
-                        403, f"this key's scope is {key.scope}; this needs {scope}"
-                    )
+                    raise HTTPException(403, f"this key's scope is {key.scope}; this needs {scope}")
             except HTTPException:
                 self._failures.take(address)
                 raise

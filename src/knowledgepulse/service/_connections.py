@@ -31,7 +31,14 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HOLD", "AcceptErrorLog", "ConnectionGuard", "connection_cap", "guarded_protocol", "hold"]
+__all__ = [
+    "HOLD",
+    "AcceptErrorLog",
+    "ConnectionGuard",
+    "connection_cap",
+    "guarded_protocol",
+    "hold",
+]
 
 #: The ASGI scope key of a callable that lets a request's connection outlive the header
 #: deadline and the eviction of idle connections (the request has a valid key).
@@ -43,6 +50,7 @@ def hold(scope: Any) -> None:
     keep = scope.get(HOLD)
     if keep is not None:
         keep()
+
 
 # The server's own log (uvicorn configures its handler and level).
 logger = logging.getLogger("uvicorn.error")

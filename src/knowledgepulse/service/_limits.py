@@ -12,7 +12,14 @@ import anyio
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-__all__ = ["DISCARD_BYTES", "BodyTooLarge", "RateLimiter", "read_body", "retry_after", "whole_seconds"]
+__all__ = [
+    "DISCARD_BYTES",
+    "BodyTooLarge",
+    "RateLimiter",
+    "read_body",
+    "retry_after",
+    "whole_seconds",
+]
 
 
 #: A body over the size limit, or the body of a request answered before it was read (401,

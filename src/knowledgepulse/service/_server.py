@@ -22,7 +22,7 @@ def _server(config: Any) -> Any:
 
     from ._connections import AcceptErrorLog
 
-    class Server(uvicorn.Server):  # type: ignore[misc]
+    class Server(uvicorn.Server):
         async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
             await super().serve(sockets)
@@ -38,9 +38,7 @@ def _config(app: Any, host: str, port: int, drain_s: float, **options: Any) -> A
 
     service = getattr(getattr(app, "state", None), "service", None)
     settings = getattr(service, "settings", None) or ServiceSettings()
-    guard = ConnectionGuard(
-        connection_cap(settings.max_connections), settings.header_timeout_s
-    )
+    guard = ConnectionGuard(connection_cap(settings.max_connections), settings.header_timeout_s)
     return uvicorn.Config(
         app,
         host=host,
