@@ -197,3 +197,38 @@ def test_a_keep_alive_connection_waits_for_its_next_request_no_longer_than_the_d
     waited = _closed_within(sock, 6.0)
     sock.close()
     assert waited is not None and waited < 2.5
+
+
+def test_accept_errors_are_reported_once_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+    import errno
+    import logging
+
+    from knowledgepulse.service._connections import AcceptErrorLog
+
+    now = [100.0]
+    report = AcceptErrorLog(10.0, clock=lambda: now[0])
+    loop = asyncio.new_event_loop()
+    try:
+        error = OSError(errno.EMFILE, "Too many open files")
+        context = {"message": "socket.accept() out of system resource", "exception": error}
+        with caplog.at_level(logging.WARNING, logger="uvicorn.error"):
+            for _ in range(2048):
+                report(loop, context)
+            now[0] += 10.0
+            report(loop, context)
+    finally:
+        loop.close()
+    assert [r.getMessage() for r in caplog.records] == [
+        "cannot accept connections: [Errno 24] Too many open files",
+        "cannot accept connections: [Errno 24] Too many open files "
+        "(2,047 more since the last report)",
+    ]
+
+
+def test_the_connection_cap_keeps_a_quarter_of_the_open_files() -> None:
+    from knowledgepulse.service._connections import connection_cap
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert connection_cap(10**9) == max(8, soft - max(32, soft // 4))
+    assert connection_cap(50) == min(50, max(8, soft - max(32, soft // 4)))

@@ -103,15 +103,16 @@ async def _body_of(request: Request) -> bytes:
 
 def _traces(
     state: ServiceState, key: ApiKey, body: bytes, source_format: str | None, *, many: bool | None
-) -> tuple[list[ReasoningTrace], bool]:
+) -> list[ReasoningTrace]:
     """The body's traces (parsed in a worker thread: a large batch is CPU work), charged to
-    ``key``'s rate: one unit per trace, the request's own unit included."""
+    ``key``'s rate: one unit per trace, the request's own unit included. ``many=None``: a
+    list of traces, or one, as the body says."""
     data = parse_json(body)
     if many is None:
         many = bool(source_format) or isinstance(data, list)
     traces = traces_of(data, source_format, state.settings, many=many)
     state.keys.charge(key, len(traces) - 1)
-    return traces, many
+    return traces
 
 
 def _in_parts(traces: list[ReasoningTrace]) -> list[list[ReasoningTrace]]:
@@ -138,7 +139,7 @@ async def score(request: Request, key: Reader, source_format: From = None) -> Re
     body = await _body_of(request)
 
     def work() -> Response:
-        traces, _ = _traces(state, key, body, source_format, many=None)
+        traces = _traces(state, key, body, source_format, many=None)
         records = []
         for part in _in_parts(traces):
             stop_point()
@@ -156,7 +157,7 @@ async def _contribute(
     source = "POST /v1/traces" + (f"?from={source_format}" if source_format else "")
 
     def redact_then_contribute() -> list[Contribution]:
-        traces, _ = _traces(state, key, body, source_format, many=many)
+        traces = _traces(state, key, body, source_format, many=many)
         results: list[Contribution] = []
         for part in _in_parts(traces):
             stop_point()  # parts stored before a timeout stay stored: posting again is safe
