@@ -55,14 +55,15 @@ from ._kb_cmd import kb_option
     type=click.FloatRange(0.0),
     default=20.0,
     show_default=True,
-    help="Requests per second per key, on average (0: no limit; 429 beyond).",
+    help="Work per second per key, on average: a request is 1, each trace it scores or "
+    "contributes beyond the first 1 more (0: no limit; 429 beyond).",
 )
 @click.option(
     "--burst",
     type=click.IntRange(1),
     default=40,
     show_default=True,
-    help="Requests a key may make at once before --rate applies.",
+    help="Work a key may ask for at once before --rate applies.",
 )
 @click.option(
     "--timeout",
@@ -78,7 +79,7 @@ from ._kb_cmd import kb_option
     type=click.IntRange(1),
     default=4,
     show_default=True,
-    help="Threads embedding and scoring at once.",
+    help="Threads embedding and scoring at once; one key holds at most half of them.",
 )
 @click.option(
     "--drain",
