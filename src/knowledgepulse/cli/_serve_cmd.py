@@ -89,6 +89,14 @@ from ._kb_cmd import kb_option
     metavar="SECONDS",
     help="On SIGTERM, how long requests in flight may finish.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A Host name /mcp answers besides loopback ones (repeatable; default: --host when it "
+    "is a specific address). DNS-rebinding protection for MCP clients.",
+)
 @click.option("--no-embed", is_flag=True, hidden=True)
 def serve_command(
     location: str,
@@ -103,6 +111,7 @@ def serve_command(
     request_timeout_s: float,
     workers: int,
     drain_s: float,
+    allowed_hosts: tuple[str, ...],
     no_embed: bool,
 ) -> None:
     """Serve a knowledge base over HTTP: score, contribute, search and read traces.
@@ -132,6 +141,7 @@ def serve_command(
         burst=burst,
         request_timeout_s=request_timeout_s,
         workers=workers,
+        allowed_hosts=_mcp_hosts(host, allowed_hosts),
     )
     application = create_app(kb, embedder, settings=settings, threshold=threshold, close_kb=True)
     service = application.state.service
@@ -142,3 +152,12 @@ def serve_command(
         err=True,
     )
     run_server(application, host, port, drain_s=drain_s)
+
+
+def _mcp_hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The names /mcp answers besides loopback: those given, and the address listened on when
+    it is a specific one (a wildcard address is no name a client uses)."""
+    names = list(allowed)
+    if host not in ("0.0.0.0", "::", "") and host not in names:
+        names.append(f"[{host}]" if ":" in host else host)
+    return tuple(names)

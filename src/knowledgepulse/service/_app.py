@@ -110,11 +110,21 @@ def create_app(
     )
     app.state.service = state
     app.include_router(router)
+    _mount_mcp(app, state)
     _add_error_answers(app)
     _complete_openapi(app)
     if viewer:
         _mount_viewer(app)
     return app
+
+
+def _mount_mcp(app: FastAPI, state: ServiceState) -> None:
+    """The MCP server at ``/mcp`` (docs/mcp.md), when the ``mcp`` extra is installed."""
+    try:
+        from ..mcp_server import mount_mcp  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    mount_mcp(app, state)
 
 
 def _mount_viewer(app: FastAPI) -> None:

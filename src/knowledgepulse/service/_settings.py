@@ -27,6 +27,8 @@ class ServiceSettings:
         max_k: the most results a search returns.
         key_cache_s: how long a verified key is trusted before it is looked up again (a
             revoked key stops working within this time).
+        allowed_hosts: the Host header values ``/mcp`` takes besides loopback names
+            (``name``: any port, ``name:port``): DNS-rebinding protection (docs/mcp.md).
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -39,3 +41,4 @@ class ServiceSettings:
     workers: int = 4
     max_k: int = 100
     key_cache_s: float = 10.0
+    allowed_hosts: tuple[str, ...] = ()
