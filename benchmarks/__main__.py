@@ -462,7 +462,7 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["embedder", "bulk", "windowing", "cli", "kb", "redaction", "speed"],
+        choices=["embedder", "bulk", "windowing", "cli", "kb", "redaction", "speed", "mcp"],
         help="leave a group out (repeatable)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -478,6 +478,19 @@ def main() -> None:
         metavar="N",
         help="traces in the kp score run with the embedder (default 10,000; --quick 2,000): "
         "whole-trace embedding of realistic traces takes ~3 s per 100 on 2 cores",
+    )
+    parser.add_argument(
+        "--tau-bench",
+        type=Path,
+        metavar="PATH",
+        help="the tau-bench gpt-4o-airline.json of the MCP recall figures "
+        "(default: ../shared/data/tau-bench/)",
+    )
+    parser.add_argument(
+        "--mcp-traces",
+        type=int,
+        metavar="N",
+        help="traces in the base of the MCP latency figures (default 20,000; --quick 5,000)",
     )
     args = parser.parse_args()
     print(
@@ -509,6 +522,10 @@ def main() -> None:
 
         bench_kb(args.quick, args.kb_ann_vectors or (50_000 if args.quick else 1_000_000))
         bench_kb_score(args.quick)
+    if "mcp" not in args.skip:
+        from ._mcp import bench_mcp
+
+        bench_mcp(args.quick, args.tau_bench, args.mcp_traces)
     missed = [f.name.strip() for f in FIGURES if f.status == "NOT met"]
     print(f"\n{len(FIGURES)} figures; targets not met: {', '.join(missed) if missed else 'none'}")
     if args.json:
