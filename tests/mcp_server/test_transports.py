@@ -148,3 +148,22 @@ def test_stdio_ends_cleanly_when_the_client_goes_away_mid_call(tmp_path: Path) -
     server.stdin.close()
     assert server.wait(30) == 0
     assert server.stderr is not None and "Traceback" not in server.stderr.read()
+
+
+def test_http_body_over_the_service_limit_is_413(tmp_path: Path) -> None:
+    kb = open_base(tmp_path / "kb.sqlite")
+    keys = add_keys(kb)
+    app = create_app(kb, embedder(), settings=ServiceSettings(rate_per_s=0, max_body_bytes=4096))
+    try:
+        with server_in_thread(app) as url:
+            session = post(url, keys["alice"], INITIALIZE).headers["mcp-session-id"]
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "search_traces", "arguments": {"query": "x" * 5000}},
+            }
+            answer = post(url, keys["alice"], call, **{"Mcp-Session-Id": session})
+            assert answer.status_code == 413
+    finally:
+        kb.close()
