@@ -62,3 +62,13 @@ def test_the_agent_loop_example_recalls_then_contributes(tmp_path: Path) -> None
     # Run 2 recalls run 1 first, and its contribution is reported as run 1's duplicate.
     assert lines[4].startswith("run 2: recalled 3 examples: kp:trace:openai:chatcmpl-1 (")
     assert lines[6].endswith("duplicate of kp:trace:openai:chatcmpl-1 (1.00)")
+
+
+def test_kp_serve_answers_its_own_address_and_the_allowed_hosts() -> None:
+    from knowledgepulse.cli._serve_cmd import _mcp_hosts
+
+    assert _mcp_hosts("127.0.0.1", ()) == ("127.0.0.1",)
+    assert _mcp_hosts("0.0.0.0", ()) == ()  # a wildcard is no name a client uses
+    assert _mcp_hosts("0.0.0.0", ("kb.example.org",)) == ("kb.example.org",)
+    assert _mcp_hosts("10.0.0.5", ("kb.example.org",)) == ("kb.example.org", "10.0.0.5")
+    assert _mcp_hosts("fd00::5", ()) == ("[fd00::5]",)

@@ -49,6 +49,9 @@ def mcp_command(location: str, threshold: float | None, api_key: str | None) -> 
             f"kp mcp searches by embedding and needs the embedder: {chosen.reason}"
         )
     embedder = chosen.embedder
+    warm_up = getattr(embedder, "warm_up", None)
+    if callable(warm_up):  # the model loads now, not on the client's first call
+        warm_up()
     with open_knowledge_base(location, EmbeddingIdentity.of(embedder)) as kb:
         key = LOCAL_KEY
         if api_key:
