@@ -43,6 +43,8 @@ def test_tools_are_listed_with_when_to_call_them(transport: Transport) -> None:
             assert tools["search_traces"].description.startswith("Call this BEFORE starting")
             assert tools["contribute_trace"].description.startswith("Call this AFTER finishing")
             assert tools["get_trace"].description.startswith("Call this when a search hit")
+            assert tools["search"].description.startswith("Call this to find stored agent runs")
+            assert tools["fetch"].description.startswith("Call this with an id that search")
             schema = tools["search_traces"].input_schema
             assert schema["required"] == ["query"] and schema["additionalProperties"] is False
             assert schema["properties"]["limit"]["default"] == 5

@@ -126,14 +126,16 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "search",
             "Search the knowledge base",
-            "Search the stored agent traces by a task description; returns results with id, "
-            "title and url. Use fetch with an id to read one.",
+            "Call this to find stored agent runs for a task description: results with id, "
+            "title and url; then call fetch with an id to read one. (The search ChatGPT "
+            "connectors use; search_traces gives richer hits.)",
             SearchArguments,
         ),
         ToolSpec(
             "fetch",
             "Fetch a stored trace",
-            "Fetch one stored trace by the id a search returned: its task, steps and outcome.",
+            "Call this with an id that search returned to read that stored run: its task, "
+            "steps and outcome.",
             FetchArguments,
         ),
     )
