@@ -167,3 +167,37 @@ def test_http_body_over_the_service_limit_is_413(tmp_path: Path) -> None:
             assert answer.status_code == 413
     finally:
         kb.close()
+
+
+def test_a_contribution_is_a_create_memory_span(tmp_path: Path) -> None:
+    otel = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from knowledgepulse import _genai_spans
+    from knowledgepulse.mcp_server import LOCAL_KEY, TraceMemory
+    from knowledgepulse.service._bodies import load_redactor
+    from knowledgepulse.service._engine import Engine
+    from service.conftest import trace
+
+    exporter = InMemorySpanExporter()
+    provider = otel.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    original = _genai_spans._tracer
+    _genai_spans._tracer = lambda: provider.get_tracer("knowledgepulse")
+    kb = open_base(tmp_path / "team.sqlite")
+    try:
+        memory = TraceMemory(Engine(kb, embedder(), 0.5), ServiceSettings(), load_redactor()[0])
+        assert memory.contribute_trace(LOCAL_KEY, trace("kp:trace:s1"))["stored"] is True
+    finally:
+        _genai_spans._tracer = original
+        kb.close()
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "create_memory team.sqlite"
+    assert dict(span.attributes or {}) == {
+        "gen_ai.operation.name": "create_memory",
+        "gen_ai.provider.name": "knowledgepulse",
+        "gen_ai.memory.store.id": "team.sqlite",
+        "gen_ai.memory.record.id": "kp:trace:s1",
+        "gen_ai.memory.record.count": 1,
+    }
