@@ -26,7 +26,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..kb import ApiKey
-from ._memory import TraceMemory
+from ._memory import ToolProblem, TraceMemory
 from ._server import build_server
 
 __all__ = ["LOOPBACK_HOSTS", "mount_mcp", "transport_security"]
@@ -68,8 +68,8 @@ def mount_mcp(app: Any, state: Any) -> None:
     async def identify(ctx: Any) -> ApiKey:
         request = getattr(ctx, "request", None)
         key = None if request is None else request.scope.get(_KEY)
-        if not isinstance(key, ApiKey):  # the guard let nothing through without a key
-            raise HTTPException(401, "an API key is needed")
+        if not isinstance(key, ApiKey):  # the guard lets nothing through without a key
+            raise ToolProblem("an API key is needed: Authorization: Bearer KEY")
         return key
 
     server = build_server(memory, identify, state.run)
