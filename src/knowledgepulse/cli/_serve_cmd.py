@@ -107,6 +107,14 @@ from ._kb_cmd import kb_option
     help="Most connections open at once (at most 3/4 of the open-file limit); past it the "
     "longest idle one is closed.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A Host name /mcp answers besides loopback ones (repeatable; default: --host when it "
+    "is a specific address). DNS-rebinding protection for MCP clients.",
+)
 @click.option("--no-embed", is_flag=True, hidden=True)
 def serve_command(
     location: str,
@@ -123,6 +131,7 @@ def serve_command(
     drain_s: float,
     header_timeout_s: float,
     max_connections: int,
+    allowed_hosts: tuple[str, ...],
     no_embed: bool,
 ) -> None:
     """Serve a knowledge base over HTTP: score, contribute, search and read traces.
@@ -154,6 +163,7 @@ def serve_command(
         workers=workers,
         header_timeout_s=header_timeout_s,
         max_connections=max_connections,
+        allowed_hosts=_mcp_hosts(host, allowed_hosts),
     )
     application = create_app(kb, embedder, settings=settings, threshold=threshold, close_kb=True)
     service = application.state.service
@@ -164,3 +174,12 @@ def serve_command(
         err=True,
     )
     run_server(application, host, port, drain_s=drain_s)
+
+
+def _mcp_hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The names /mcp answers besides loopback: those given, and the address listened on when
+    it is a specific one (a wildcard address is no name a client uses)."""
+    names = list(allowed)
+    if host not in ("0.0.0.0", "::", "") and host not in names:
+        names.append(f"[{host}]" if ":" in host else host)
+    return tuple(names)

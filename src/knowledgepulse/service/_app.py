@@ -180,11 +180,21 @@ def create_app(
         pages={page for page in pages if page},
         discard_timeout_s=state.settings.read_timeout_s,
     )
+    _mount_mcp(app, state)
     _add_error_answers(app)
     _complete_openapi(app)
     if viewer:
         _mount_viewer(app)
     return app
+
+
+def _mount_mcp(app: FastAPI, state: ServiceState) -> None:
+    """The MCP server at ``/mcp`` (docs/mcp.md), when the ``mcp`` extra is installed."""
+    try:
+        from ..mcp_server import mount_mcp  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    mount_mcp(app, state)
 
 
 def _mount_viewer(app: FastAPI) -> None:

@@ -40,6 +40,8 @@ class ServiceSettings:
         auth_failures_per_s: 401 and 403 answers a client address may get per second, on
             average, before it is answered 429 (0: no limit).
         auth_failure_burst: 401 and 403 answers an address may get at once.
+        allowed_hosts: the Host header values ``/mcp`` takes besides loopback names
+            (``name``: any port, ``name:port``): DNS-rebinding protection (docs/mcp.md).
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -62,3 +64,5 @@ class ServiceSettings:
     @property
     def workers_per_key(self) -> int:
         return self.key_share or max(1, self.workers // 2)
+
+    allowed_hosts: tuple[str, ...] = ()
