@@ -82,8 +82,8 @@ def bench_mcp(quick: bool, tau_path: Path | None = None, size: int | None = None
 
 def _retrieval(base: Path, embedder: Any, traces: list[Any], tasks: dict[str, int]) -> None:
     from knowledgepulse import Scorer
-    from knowledgepulse._recall import search_similar
     from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
+    from knowledgepulse.kb._recall import search_similar
 
     with open_knowledge_base(base, EmbeddingIdentity.of(embedder)) as kb:
         Scorer(embedder, memory=kb, remember="all").score_many(traces)

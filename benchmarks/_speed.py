@@ -111,9 +111,9 @@ def _per_item_us(function: Callable[[Any], Any], items: list[Any], repeat: int =
 def bench_validation(path: Path, count: int) -> None:
     """One step from bytes (what ``kp score`` does) against ``json.loads`` + the same checks."""
     from knowledgepulse import ReasoningTrace
-    from knowledgepulse._io import InputRecord
     from knowledgepulse.importers._options import ImportOptions
     from knowledgepulse.importers._stream import _trace_from_bytes
+    from knowledgepulse.io._reader import InputRecord
 
     lines = _lines(path, count)
     options = ImportOptions()
@@ -144,8 +144,8 @@ def bench_validation(path: Path, count: int) -> None:
 def bench_score_stages(path: Path, count: int) -> None:
     """What one trace costs at each stage of ``kp score --no-embed`` (one core)."""
     from knowledgepulse import ReasoningTrace, Scorer
-    from knowledgepulse._io import iter_records
-    from knowledgepulse._output import dumps
+    from knowledgepulse.io._reader import iter_records
+    from knowledgepulse.io._writers import dumps
     from knowledgepulse.records import ScoreRecord
 
     def read() -> None:
@@ -188,7 +188,7 @@ def bench_kp_score(path: Path, size: int, rounds: int) -> None:
     """``kp score --no-embed`` end to end, on one worker per CPU and in one process, taken in
     turn: the best of ``rounds`` runs each, wall time and the CPU time of every process of
     the run (workers included)."""
-    from knowledgepulse._parallel import AUTO_MAX_WORKERS, choose_workers
+    from knowledgepulse.scoring._parallel import AUTO_MAX_WORKERS, choose_workers
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     workers = min(cpus or 1, AUTO_MAX_WORKERS)

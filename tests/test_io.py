@@ -1,4 +1,4 @@
-"""The one reader, :func:`knowledgepulse._io.iter_records`: every record located, nothing lost.
+"""The one reader, :func:`knowledgepulse.io._reader.iter_records`: every record located, nothing lost.
 
 Each test writes bytes exactly as a user's file could hold them and checks every record read:
 its line, its index in a list, its data or the precise reason it was refused.
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowledgepulse._io import InputRecord, expand_paths, iter_records, parse_json_bytes
+from knowledgepulse.io._reader import InputRecord, expand_paths, iter_records, parse_json_bytes
 
 DEEP = "nested deeper than 200 levels (the limit)"
 LONE_SURROGATE = "a string holds a lone surrogate escape (e.g. \\ud800): not writable as UTF-8"

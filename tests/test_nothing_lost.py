@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from _helpers import make_trace
-from knowledgepulse._parallel import WORKERS_ENV
 from knowledgepulse.cli import main
+from knowledgepulse.scoring._parallel import WORKERS_ENV
 
 DEEP = "nested deeper than 200 levels (the limit)"
 LONE_SURROGATE = "a string holds a lone surrogate escape (e.g. \\ud800): not writable as UTF-8"

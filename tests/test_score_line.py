@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import knowledgepulse as kp
-from knowledgepulse._memory import Nearest
+from knowledgepulse.memory._cache import Nearest
 from knowledgepulse.records import ScoreRecord
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "traces.jsonl"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.importers import read_traces, read_traces_from_paths
+from knowledgepulse.io._reader import iter_records
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "traces.jsonl"
 

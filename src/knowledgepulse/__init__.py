@@ -25,99 +25,132 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._errors import KnowledgePulseError, MissingDependencyError
+from ._errors import KnowledgePulseError as KnowledgePulseError
+from ._errors import MissingDependencyError as MissingDependencyError
 from ._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from ._capture import CapturedRun, capture, captured
-    from ._memory import Nearest, NoveltyMemory, VectorCache
-    from ._profiles import (
-        BUILTIN_PROFILES,
-        DomainProfile,
-        ProfileRegistry,
-        get_profile,
-        load_profiles,
-        register_profile,
-    )
-    from ._recall import Recall, RecalledTrace, recall
     from ._schema import (
-        KnowledgeGraphDelta,
-        Outcome,
-        ReasoningTrace,
-        Step,
-        Task,
-        Tool,
-        TraceMetadata,
-        TraceValidationError,
-        ValidationProblem,
-        parse_trace,
+        KnowledgeGraphDelta as KnowledgeGraphDelta,
     )
-    from ._scoring import (
-        Scorer,
-        ValueScore,
-        default_scorer,
-        evaluate_value,
-        evaluate_value_async,
-        reset_default_scorer,
+    from ._schema import (
+        Outcome as Outcome,
+    )
+    from ._schema import (
+        ReasoningTrace as ReasoningTrace,
+    )
+    from ._schema import (
+        Step as Step,
+    )
+    from ._schema import (
+        Task as Task,
+    )
+    from ._schema import (
+        Tool as Tool,
+    )
+    from ._schema import (
+        TraceMetadata as TraceMetadata,
+    )
+    from ._schema import (
+        TraceValidationError as TraceValidationError,
+    )
+    from ._schema import (
+        ValidationProblem as ValidationProblem,
+    )
+    from ._schema import (
+        parse_trace as parse_trace,
     )
     from .embedding import (
-        Embedder,
-        EmbedderUnavailable,
-        MiniLMEmbedder,
-        check_embedder,
-        select_embedder,
+        Embedder as Embedder,
     )
-    from .records import EvalRecord, ScoreRecord
+    from .embedding import (
+        EmbedderUnavailable as EmbedderUnavailable,
+    )
+    from .embedding import (
+        MiniLMEmbedder as MiniLMEmbedder,
+    )
+    from .embedding import (
+        check_embedder as check_embedder,
+    )
+    from .embedding import (
+        select_embedder as select_embedder,
+    )
+    from .integrations._capture import (
+        CapturedRun as CapturedRun,
+    )
+    from .integrations._capture import (
+        capture as capture,
+    )
+    from .integrations._capture import (
+        captured as captured,
+    )
+    from .kb._recall import (
+        Recall as Recall,
+    )
+    from .kb._recall import (
+        RecalledTrace as RecalledTrace,
+    )
+    from .kb._recall import (
+        recall as recall,
+    )
+    from .memory._cache import (
+        Nearest as Nearest,
+    )
+    from .memory._cache import (
+        NoveltyMemory as NoveltyMemory,
+    )
+    from .memory._cache import (
+        VectorCache as VectorCache,
+    )
+    from .records import (
+        EvalRecord as EvalRecord,
+    )
+    from .records import (
+        ScoreRecord as ScoreRecord,
+    )
+    from .scoring._profiles import (
+        BUILTIN_PROFILES as BUILTIN_PROFILES,
+    )
+    from .scoring._profiles import (
+        DomainProfile as DomainProfile,
+    )
+    from .scoring._profiles import (
+        ProfileRegistry as ProfileRegistry,
+    )
+    from .scoring._profiles import (
+        get_profile as get_profile,
+    )
+    from .scoring._profiles import (
+        load_profiles as load_profiles,
+    )
+    from .scoring._profiles import (
+        register_profile as register_profile,
+    )
+    from .scoring._scorer import (
+        Scorer as Scorer,
+    )
+    from .scoring._scorer import (
+        ValueScore as ValueScore,
+    )
+    from .scoring._scorer import (
+        default_scorer as default_scorer,
+    )
+    from .scoring._scorer import (
+        evaluate_value as evaluate_value,
+    )
+    from .scoring._scorer import (
+        evaluate_value_async as evaluate_value_async,
+    )
+    from .scoring._scorer import (
+        reset_default_scorer as reset_default_scorer,
+    )
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BUILTIN_PROFILES",
-    "CapturedRun",
-    "DomainProfile",
-    "Embedder",
-    "EmbedderUnavailable",
-    "EvalRecord",
-    "KnowledgeGraphDelta",
-    "KnowledgePulseError",
-    "MiniLMEmbedder",
-    "MissingDependencyError",
-    "Nearest",
-    "NoveltyMemory",
-    "Outcome",
-    "ProfileRegistry",
-    "ReasoningTrace",
-    "Recall",
-    "RecalledTrace",
-    "ScoreRecord",
-    "Scorer",
-    "Step",
-    "Task",
-    "Tool",
-    "TraceMetadata",
-    "TraceValidationError",
-    "ValidationProblem",
-    "ValueScore",
-    "VectorCache",
-    "__version__",
-    "capture",
-    "captured",
-    "check_embedder",
-    "default_scorer",
-    "evaluate_value",
-    "evaluate_value_async",
-    "get_profile",
-    "load_profiles",
-    "parse_trace",
-    "recall",
-    "register_profile",
-    "reset_default_scorer",
-    "select_embedder",
-]
-
-# Every name loads with its module on first use: `import knowledgepulse` (and `kp --help`)
-# builds no pydantic model and imports neither numpy nor the embedder runtime.
-_LAZY = {
+# The one export table: each public name and the module that defines it. Every name loads with
+# its module on first use, so `import knowledgepulse` (and `kp --help`) builds no pydantic
+# model and imports neither numpy nor the embedder runtime. __all__ derives from it.
+_LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
             "BUILTIN_PROFILES",
@@ -127,7 +160,7 @@ _LAZY = {
             "load_profiles",
             "register_profile",
         ],
-        "._profiles",
+        ".scoring._profiles",
     ),
     **dict.fromkeys(
         [
@@ -153,17 +186,18 @@ _LAZY = {
             "evaluate_value_async",
             "reset_default_scorer",
         ],
-        "._scoring",
+        ".scoring._scorer",
     ),
-    **dict.fromkeys(["VectorCache", "NoveltyMemory", "Nearest"], "._memory"),
+    **dict.fromkeys(["Nearest", "NoveltyMemory", "VectorCache"], ".memory._cache"),
     **dict.fromkeys(
         ["Embedder", "EmbedderUnavailable", "MiniLMEmbedder", "check_embedder", "select_embedder"],
         ".embedding",
     ),
-    **dict.fromkeys(["ScoreRecord", "EvalRecord"], ".records"),
-    **dict.fromkeys(["capture", "captured", "CapturedRun"], "._capture"),
-    **dict.fromkeys(["recall", "Recall", "RecalledTrace"], "._recall"),
+    **dict.fromkeys(["EvalRecord", "ScoreRecord"], ".records"),
+    **dict.fromkeys(["CapturedRun", "capture", "captured"], ".integrations._capture"),
+    **dict.fromkeys(["Recall", "RecalledTrace", "recall"], ".kb._recall"),
 }
 
+__all__ = sorted([*_LAZY, "KnowledgePulseError", "MissingDependencyError", "__version__"])
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

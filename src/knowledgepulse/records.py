@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ._memory import Nearest
 from ._schema import ReasoningTrace
+from .memory._cache import Nearest
 from .rubrics._rubric import EvaluationResult
 
 if TYPE_CHECKING:
-    from ._scoring import ValueScore
+    from .scoring._scorer import ValueScore
 
 __all__ = [
     "EVAL_SCHEMA",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.importers import FORMATS, detect_format
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA
 

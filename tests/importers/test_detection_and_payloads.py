@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.importers import convert, detect_format, read_traces
 from knowledgepulse.importers._binary import (
     binary_placeholder,
@@ -17,6 +16,7 @@ from knowledgepulse.importers._binary import (
     scrub_value,
 )
 from knowledgepulse.importers._values import content_text
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA, TAU_SAMPLE, load
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.cli import main
 from knowledgepulse.importers import read_traces, read_traces_from_paths
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA
 

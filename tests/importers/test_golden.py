@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.importers import read_traces
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.importers import ConversionError, from_openai_agents, read_traces
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA, assert_round_trips, load, steps
 

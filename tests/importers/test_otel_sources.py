@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.importers import Conversion, from_otel, read_traces
 from knowledgepulse.importers.otel import hex_id
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA, assert_round_trips, load, steps
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from knowledgepulse._io import iter_records
 from knowledgepulse.cli import main
 from knowledgepulse.importers import (
     convert,
@@ -17,6 +16,7 @@ from knowledgepulse.importers import (
     read_traces,
     read_traces_from_paths,
 )
+from knowledgepulse.io._reader import iter_records
 
 from ._util import DATA, TAU_CORPUS, TAU_SAMPLE, load, steps
 

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from _helpers import load_tau_bench
-from knowledgepulse._io import InputRecord, iter_records
 from knowledgepulse.importers import (
     Conversion,
     ConversionError,
     ImportOptions,
     read_traces,
 )
+from knowledgepulse.io._reader import InputRecord, iter_records
 
 from ._util import DATA, TAU_CORPUS, TAU_SAMPLE, load
 

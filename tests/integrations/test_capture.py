@@ -17,7 +17,7 @@ from openai.resources.chat.completions import AsyncCompletions, Completions
 import knowledgepulse
 from _helpers import HashingEmbedder
 from knowledgepulse import Scorer
-from knowledgepulse._capture import DEFAULT_THRESHOLD, current_run
+from knowledgepulse.integrations._capture import DEFAULT_THRESHOLD, current_run
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
 
 from ._model_server import AIR, ANSWER, WEATHER, ModelServer, model_server

@@ -9,8 +9,14 @@ from typing import Any
 import pytest
 
 from _helpers import TAU_BENCH
-from knowledgepulse._grouping import MISSING, AttemptGrouper, field_value, group_label, pass_at_k
 from knowledgepulse.cli import main
+from knowledgepulse.reporting._grouping import (
+    MISSING,
+    AttemptGrouper,
+    field_value,
+    group_label,
+    pass_at_k,
+)
 
 ROOT = Path(__file__).parents[2]
 TAU_CORPUS = TAU_BENCH

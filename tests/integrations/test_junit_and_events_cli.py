@@ -293,7 +293,7 @@ def test_a_bad_endpoint_is_a_usage_error(
 
 
 def test_control_characters_do_not_break_the_xml(tmp_path: Path) -> None:
-    from knowledgepulse._junit import JUnitReport
+    from knowledgepulse.integrations._junit import JUnitReport
     from knowledgepulse.rubrics import Case, Rubric
 
     rubric = Rubric("r")

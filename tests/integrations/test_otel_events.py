@@ -9,7 +9,7 @@ import pytest
 
 from knowledgepulse import ReasoningTrace, Scorer
 from knowledgepulse.importers import from_otel
-from knowledgepulse.otel_events import (
+from knowledgepulse.integrations.otel_events import (
     EVENT_NAME,
     EvaluationEvent,
     EvaluationEventExporter,

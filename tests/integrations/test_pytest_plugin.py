@@ -15,7 +15,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from _helpers import WORKED_EXAMPLE
-from knowledgepulse.pytest_plugin import assert_rubric
+from knowledgepulse.integrations.pytest_plugin import assert_rubric
 from knowledgepulse.rubrics import SCHEDULING_RUBRIC, Case, Rubric, build_report
 
 pytest_plugins = ["pytester"]
@@ -36,14 +36,14 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
-        "-p", "knowledgepulse.pytest_plugin", "-p", "no:cacheprovider", *args
+        "-p", "knowledgepulse.integrations.pytest_plugin", "-p", "no:cacheprovider", *args
     )
 
 
 def test_entry_point_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     entry_points = project["project"]["entry-points"]["pytest11"]
-    assert entry_points == {"knowledgepulse": "knowledgepulse.pytest_plugin"}
+    assert entry_points == {"knowledgepulse": "knowledgepulse.integrations.pytest_plugin"}
 
 
 def test_gate_on_an_aggregate_passes_and_fails_with_readable_message(
@@ -51,7 +51,7 @@ def test_gate_on_an_aggregate_passes_and_fails_with_readable_message(
 ) -> None:
     pytester.makepyfile(
         test_agent=f"""
-        from knowledgepulse.pytest_plugin import assert_rubric
+        from knowledgepulse.integrations.pytest_plugin import assert_rubric
 
         def test_good_enough(kp_evaluate):
             run = kp_evaluate("scheduling", {str(SCHEDULING)!r})

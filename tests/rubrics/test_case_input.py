@@ -12,7 +12,7 @@ import pytest
 
 from knowledgepulse import TraceValidationError
 from knowledgepulse._errors import KnowledgePulseError
-from knowledgepulse._io import InputRecord, iter_records
+from knowledgepulse.io._reader import InputRecord, iter_records
 from knowledgepulse.rubrics import (
     SCHEDULING_RUBRIC,
     Case,

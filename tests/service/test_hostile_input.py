@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from knowledgepulse._io import MAX_DEPTH
+from knowledgepulse.io._reader import MAX_DEPTH
 
 from ._hostile import child_server
 from .conftest import Serve, trace

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from knowledgepulse._memory import _normalise
+from knowledgepulse.memory._cache import _normalise
 
 from .conftest import Serve, open_base, trace
 

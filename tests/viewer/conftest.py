@@ -15,8 +15,8 @@ import pytest
 
 from _helpers import HashingEmbedder, make_trace
 from knowledgepulse import Scorer, parse_trace
-from knowledgepulse._curation import curate
 from knowledgepulse.records import ScoreRecord
+from knowledgepulse.scoring._curation import curate
 
 ALPHA = "kp:trace:alpha"
 ALPHA_AGAIN = "kp:trace:alpha-again"

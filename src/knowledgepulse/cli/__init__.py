@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import logging
 
     from .._errors import KnowledgePulseError
-    from .._output import OutputClosed
+    from ..io._writers import OutputClosed
 
     # kp says itself which embedder it uses and why; the library's log line would repeat it.
     logging.getLogger("knowledgepulse").addHandler(logging.NullHandler())

@@ -91,10 +91,10 @@ def curate_command(
     quiet: bool,
 ) -> None:
     """Drop near-duplicates: keep the most valuable trace of each group, whatever the order."""
-    from .._curation import DEFAULT_SIMILARITY, curate
     from ..embedding import choose_embedder
     from ..importers import ImportOptions
     from ..kb import EmbeddingIdentity, open_knowledge_base
+    from ..scoring._curation import DEFAULT_SIMILARITY, curate
 
     check_engine(engine, address, workers, local_workers=True)
     if engine == "local" and workers is not None and workers > 1 and not quiet:

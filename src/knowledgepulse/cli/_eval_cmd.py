@@ -30,7 +30,7 @@ from ._run import (
 )
 
 if TYPE_CHECKING:
-    from .._io import InputRecord
+    from ..io._reader import InputRecord
     from ..rubrics import Case, CaseError, Rubric
 
 # ``--group-by task``: the task an attempt belongs to, as the importers record it.
@@ -204,8 +204,8 @@ def _cases(
     last trace; a unit that held no trace is ``None`` (processed, nothing graded). A trace's
     first record carries the trace as its data, so ``--group-by`` reads the trace's fields.
     """
-    from .._io import iter_records
     from ..importers import ConversionError, ImportOptions, read_traces_from_paths
+    from ..io._reader import iter_records
     from ..rubrics import Case, CaseError, iter_cases
 
     if source_format == "trace":

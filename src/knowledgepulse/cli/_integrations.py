@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from .._grouping import AttemptGrouper
-    from .._io import InputRecord
-    from .._junit import JUnitReport
     from .._schema import ReasoningTrace
-    from .._scoring import ValueScore
-    from ..otel_events import EvaluationEventExporter
+    from ..integrations._junit import JUnitReport
+    from ..integrations.otel_events import EvaluationEventExporter
+    from ..io._reader import InputRecord
     from ..records import EvalRecord, ScoreRecord
+    from ..reporting._grouping import AttemptGrouper
     from ..rubrics import Case, EvaluationReport
+    from ..scoring._scorer import ValueScore
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", "EvalRecord", "ScoreRecord")
@@ -87,19 +87,19 @@ class ResultSinks:
         self._junit: JUnitReport | None = None
         self._junit_path = junit
         if junit is not None:
-            from .._junit import JUnitReport
+            from ..integrations._junit import JUnitReport
 
             self._junit = JUnitReport(suite, dict(properties))
         self._group_by = group_by
         self._groups: AttemptGrouper | None = None
         if group_by:
-            from .._grouping import AttemptGrouper  # rich: loaded only when grouping
+            from ..reporting._grouping import AttemptGrouper  # rich: loaded only when grouping
 
             self._groups = AttemptGrouper(group_by)
         self._threshold = threshold
         self._exporter: EvaluationEventExporter | None = None
         if otel_endpoint is not None:
-            from ..otel_events import EvaluationEventExporter
+            from ..integrations.otel_events import EvaluationEventExporter
 
             try:
                 self._exporter = EvaluationEventExporter(otel_endpoint)
@@ -117,13 +117,13 @@ class ResultSinks:
     def _group(self, data: Any) -> dict[str, str | None] | None:
         if self._group_by is None:
             return None
-        from .._grouping import field_value, group_label
+        from ..reporting._grouping import field_value, group_label
 
         return {self._group_by: group_label(field_value(data, self._group_by))}
 
     def add_eval(self, record: InputRecord, case: Case, line: EvalRecord) -> EvalRecord:
         """Send one evaluated case on; the line back, with its group when grouping."""
-        from ..otel_events import EvaluationEvent
+        from ..integrations.otel_events import EvaluationEvent
         from ..rubrics import OutcomeType
 
         result = line.to_result()
@@ -145,7 +145,7 @@ class ResultSinks:
 
     def add_score(self, trace: ReasoningTrace, score: ValueScore, line: ScoreRecord) -> ScoreRecord:
         """Send one scored trace on; the line back, with its group when grouping."""
-        from ..otel_events import EvaluationEvent
+        from ..integrations.otel_events import EvaluationEvent
 
         if self._junit is not None:
             self._junit.add_score(line)
@@ -179,7 +179,7 @@ class ResultSinks:
         allow_check_errors: bool = True,
     ) -> int:
         """Print the groups, write the JUnit file, send the events; 1 when sending failed."""
-        from ..otel_events import OtelExportError
+        from ..integrations.otel_events import OtelExportError
 
         if self._groups is not None and not quiet:
             # The per-task table needs about 100 columns; a pipe would get 80.

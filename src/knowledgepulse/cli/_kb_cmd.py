@@ -193,7 +193,7 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
     """Add the traces of 'kp kb export' files to a base (ids already stored are skipped)."""
     import numpy as np
 
-    from .._io import iter_records
+    from ..io._reader import iter_records
     from ..kb import EmbeddingIdentity, StoredTrace
 
     files = check_paths(paths)

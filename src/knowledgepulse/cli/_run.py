@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:  # imported where used: every command, and kp --help, starts without them
-    from .._io import InputRecord
-    from .._output import LineWriter
+    from ..io._reader import InputRecord
+    from ..io._writers import LineWriter
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MAX_REJECTIONS_SHOWN = 20
@@ -201,7 +201,7 @@ def stop_signals() -> Iterator[None]:
 def check_paths(paths: Sequence[str]) -> list[str]:
     """The input files, directories expanded; a missing path is a usage error."""
     try:
-        from .._io import expand_paths
+        from ..io._reader import expand_paths
 
         files = expand_paths(paths)
     except FileNotFoundError as exc:
@@ -215,7 +215,7 @@ def check_paths(paths: Sequence[str]) -> list[str]:
 def skipped_note(paths: Sequence[str]) -> str | None:
     """What a directory scan left out for its extension, so that no file is missed silently:
     ``skipped 3 files in the directories given, not read as records: .traj (2), .txt (1)``."""
-    from .._io import RECORD_SUFFIXES, skipped_files
+    from ..io._reader import RECORD_SUFFIXES, skipped_files
 
     skipped = skipped_files(paths)
     if not skipped:
@@ -234,7 +234,7 @@ def skipped_note(paths: Sequence[str]) -> str | None:
 
 def refuse_overwriting_inputs(inputs: Sequence[str], **outputs: str | None) -> None:
     """Refuse (exit 2) an output that names an input file, before anything is opened."""
-    from .._output import same_file
+    from ..io._writers import same_file
 
     for option, path in outputs.items():
         if path is None or path == "-":
@@ -259,7 +259,7 @@ def _flag(option: str) -> str:
 
 def open_writer(stack: ExitStack, path: str | None) -> LineWriter:
     """An output closed (whole lines, readable .gz) when ``stack`` closes."""
-    from .._output import LineWriter
+    from ..io._writers import LineWriter
 
     writer = LineWriter(path)
     stack.callback(writer.close)

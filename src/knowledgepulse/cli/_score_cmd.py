@@ -129,10 +129,10 @@ def score_command(
     quiet: bool,
 ) -> None:
     """Score ReasoningTraces: one JSON line per trace with the score and its breakdown."""
-    from .._scoring import Remember, Scorer
     from ..importers import ImportOptions
     from ..records import ScoreRecord
     from ..reporting import ScoreSummary
+    from ..scoring._scorer import Remember, Scorer
 
     if accepted and threshold is None:
         raise click.UsageError("--accepted needs --threshold")
@@ -285,7 +285,7 @@ def _worker_processes(
     formats may group records over a file), no JUnit, OTel or grouping sink (they take the
     validated records here).
     """
-    from .._parallel import choose_workers
+    from ..scoring._parallel import choose_workers
 
     if engine == "ray":
         return 0
@@ -323,7 +323,7 @@ def _traces_with_conversion(conversions: Any, run: Run) -> Any:
 
 
 def _profile_registry(profiles: Path | None) -> Any:
-    from .._profiles import ProfileRegistry, load_profiles
+    from ..scoring._profiles import ProfileRegistry, load_profiles
 
     registry = ProfileRegistry()
     if profiles is None:
@@ -368,7 +368,7 @@ def _bulk_embedder(no_embed: bool, choice: str, console: Any, quiet: bool) -> An
         console.print(f"embedder: {label} — {chosen.reason}", markup=False, highlight=False)
     if chosen.embedder is None:
         return None
-    from .._dedupe import DeduplicatingEmbedder
+    from ..embedding._dedupe import DeduplicatingEmbedder
 
     # A pile often repeats itself (retries, copies): identical texts are embedded once a run.
     return DeduplicatingEmbedder(chosen.embedder)

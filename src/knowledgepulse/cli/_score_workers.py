@@ -1,6 +1,6 @@
 """``kp score`` on worker processes: the records are read and the lines written here, in order.
 
-Used for runs whose traces are scored independently (see :mod:`knowledgepulse._parallel`);
+Used for runs whose traces are scored independently (see :mod:`knowledgepulse.scoring._parallel`);
 the accounting is the one-process path's: a record counts as read when its result is taken,
 so a stop (Ctrl-C, SIGTERM, ``--max-errors``) leaves nothing taken but unaccounted for.
 """
@@ -29,9 +29,9 @@ def write_scores_from_workers(
 ) -> int:
     """Score ``files`` on ``workers`` processes, writing as ``kp score`` does; the traces
     written. ``table_rows``: collect ``table_row(ScoreRecord)`` for each line (``--table``)."""
-    from .._io import iter_records
-    from .._parallel import ScoringSettings, score_records_in_workers
+    from ..io._reader import iter_records
     from ..records import ScoreRecord
+    from ..scoring._parallel import ScoringSettings, score_records_in_workers
 
     settings = ScoringSettings(
         options=options,

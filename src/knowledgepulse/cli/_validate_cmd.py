@@ -19,7 +19,7 @@ class _StdoutLines:
         try:
             click.echo(text)
         except BrokenPipeError:
-            from .._output import OutputClosed
+            from ..io._writers import OutputClosed
 
             raise OutputClosed from None
 

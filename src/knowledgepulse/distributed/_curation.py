@@ -1,6 +1,6 @@
 """Curation on Ray: the embedding is spread over the actor pool, the grouping stays here.
 
-:func:`knowledgepulse._curation.curate` embeds the pile in id order, ``batch_size`` texts per
+:func:`knowledgepulse.scoring._curation.curate` embeds the pile in id order, ``batch_size`` texts per
 call; the same calls are made on the pool, in parallel, and curation then runs on the driver
 over those vectors, so the kept set and the groups equal a local run's.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._curation import DEFAULT_SIMILARITY, CurationResult, curate
-from .._profiles import ProfileRegistry
 from .._schema import ReasoningTrace, parse_trace
+from ..scoring._curation import DEFAULT_SIMILARITY, CurationResult, curate
+from ..scoring._profiles import ProfileRegistry
 from ._cluster import import_ray
 from ._workers import EmbedPool, PrecomputedEmbedder
 
@@ -30,7 +30,7 @@ def curate_on_ray(
     batches_per_call: int = 16,
     name: str = "ray",
 ) -> CurationResult:
-    """:func:`knowledgepulse._curation.curate`, embedding on ``pool``.
+    """:func:`knowledgepulse.scoring._curation.curate`, embedding on ``pool``.
 
     Args:
         traces: the pile (models or mappings); repeated ids: the first one is used.

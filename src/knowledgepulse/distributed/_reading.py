@@ -28,7 +28,7 @@ def read_conversions_parallel(
     """The conversions of ``files``, in input order, read by parallel Ray Data tasks.
 
     Args:
-        files: input files (as :func:`~knowledgepulse._io.expand_paths` lists them).
+        files: input files (as :func:`~knowledgepulse.io._reader.expand_paths` lists them).
         source_format: the ``--from`` format.
         options: :class:`~knowledgepulse.importers.ImportOptions` applied to every trace.
     """
@@ -142,8 +142,8 @@ class _RecordConverter:
     def __call__(self, batch: Any) -> Any:
         import pandas as pd
 
-        from .._io import InputRecord, parse_json_bytes
         from ..importers import read_traces
+        from ..io._reader import InputRecord, parse_json_bytes
 
         records = []
         for n, text in enumerate(batch[self.column]):

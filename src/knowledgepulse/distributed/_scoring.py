@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .._profiles import ProfileRegistry, global_registry
 from .._schema import parse_trace
+from ..scoring._profiles import ProfileRegistry, global_registry
 from ._cluster import cluster_cpus, import_ray
 from ._workers import EmbedderFactory, EmbedPool, PrecomputedEmbedder
 
@@ -142,7 +142,7 @@ class RayScorer:
             yield (carried, trace, score) if payload else score
 
     def _local(self, embedder: Any, pairs: Iterable[Any], where: Any) -> Iterator[Any]:
-        from .._scoring import Scorer
+        from ..scoring._scorer import Scorer
 
         scorer = Scorer(
             embedder=embedder,
@@ -235,8 +235,8 @@ def _score_chunk(
     *before: np.ndarray,
 ) -> list[Any]:
     """Score one chunk against the window as it stood before it (a Ray task)."""
-    from .._memory import VectorCache
-    from .._scoring import Scorer
+    from ..memory._cache import VectorCache
+    from ..scoring._scorer import Scorer
 
     cache = VectorCache(max_elements=window, dimensions=int(vectors.shape[1]))
     if before:

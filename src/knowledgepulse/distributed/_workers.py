@@ -86,8 +86,8 @@ def factory_for(embedder: Any, threads: int = 1) -> EmbedderFactory:
             picked, or any :class:`~knowledgepulse.Embedder`).
         threads: inference threads per actor, for MiniLM.
     """
-    from .._dedupe import DeduplicatingEmbedder
     from ..embedding import MiniLMBf16Embedder, MiniLMEmbedder, MiniLMOpenVINOEmbedder
+    from ..embedding._dedupe import DeduplicatingEmbedder
     from ..embedding._protocol import _NamedEmbedder
 
     while isinstance(embedder, DeduplicatingEmbedder):  # the workers get the model itself

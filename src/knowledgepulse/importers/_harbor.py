@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knowledgepulse._io import iter_records
+from knowledgepulse.io._reader import iter_records
 
 from ._builder import TraceBuilder
 from ._options import ImportOptions
@@ -60,7 +60,7 @@ class HarborLayout:
 
 
 def harbor_layout(files: Iterable[str]) -> HarborLayout:
-    """The Harbor trials among ``files`` (as :func:`~knowledgepulse._io.expand_paths` lists
+    """The Harbor trials among ``files`` (as :func:`~knowledgepulse.io._reader.expand_paths` lists
     them): see the module's description of what a trial is."""
     names = [name for name in files if name != "-"]
     trials: dict[Path, Path] = {}

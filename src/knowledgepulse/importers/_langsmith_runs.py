@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledgepulse._io import json_type_name
+from knowledgepulse.io._reader import json_type_name
 
 from ._values import ConversionError
 

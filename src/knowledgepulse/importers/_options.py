@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from knowledgepulse._io import json_type_name
+from knowledgepulse.io._reader import json_type_name
 
 from ._values import ConversionError
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from knowledgepulse._io import expand_paths, iter_records
+from knowledgepulse.io._reader import expand_paths, iter_records
 
 from ._harbor import convert_trial, harbor_layout
 from ._options import ImportOptions
@@ -31,7 +31,7 @@ def read_traces_from_paths(
 
     Args:
         paths: files, directories (searched recursively, as
-            :func:`~knowledgepulse._io.iter_records` does) and ``-`` for standard input.
+            :func:`~knowledgepulse.io._reader.iter_records` does) and ``-`` for standard input.
         fmt: ``"trace"``, ``"auto"`` or a key of :data:`FORMATS`.
         options: values that replace the source's in every trace.
         stdin: the stream read for ``-`` (default: ``sys.stdin``'s bytes).

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError
+from knowledgepulse.io._reader import json_type_name
 
 from ._options import ImportOptions, override_trace_data, resolve_options
 from ._otlp import is_js_span

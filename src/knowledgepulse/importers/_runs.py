@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowledgepulse._io import InputRecord
+from knowledgepulse.io._reader import InputRecord
 
 __all__ = ["is_one_run"]
 

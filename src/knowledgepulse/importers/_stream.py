@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledgepulse._io import InputRecord
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError, ValidationProblem
+from knowledgepulse.io._reader import InputRecord
 
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
@@ -84,7 +84,7 @@ def read_traces(
 ) -> Iterator[Conversion]:
     """Convert input records of format ``fmt`` to traces, unit by unit.
 
-    ``records``: as :func:`knowledgepulse._io.iter_records` yields them (a list's elements
+    ``records``: as :func:`knowledgepulse.io._reader.iter_records` yields them (a list's elements
     one by one, with their ``index``); read with ``parse=False``, ReasoningTrace records are
     validated from their bytes in one step (any other format parses them first). ``fmt``: ``"trace"`` (ReasoningTrace records),
     ``"auto"`` (detected per record) or a key of :data:`FORMATS`. ``options``: values that

@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from knowledgepulse._errors import KnowledgePulseError
-from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import TraceValidationError, ValidationProblem
+from knowledgepulse.io._reader import json_type_name
 
 from ._binary import media_placeholder, scrub_value
 

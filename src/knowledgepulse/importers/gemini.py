@@ -31,8 +31,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace
+from knowledgepulse.io._reader import json_type_name
 
 from ._binary import base64_size, binary_placeholder, reference_placeholder
 from ._builder import TraceBuilder

@@ -32,8 +32,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace
+from knowledgepulse.io._reader import json_type_name
 
 from ._binary import redact_binary
 from ._builder import TraceBuilder

@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace
+from knowledgepulse.io._reader import json_type_name
 
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace
+from knowledgepulse.io._reader import json_type_name
 
 from ._binary import redact_binary
 from ._builder import TraceBuilder

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import KnowledgePulseError
-from .._memory import Admit, Nearest, _cosine, _normalise, exact_rows
+from ..memory._cache import Admit, Nearest, _cosine, _normalise, exact_rows
 
 logger = logging.getLogger("knowledgepulse")
 

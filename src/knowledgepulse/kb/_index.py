@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._memory import exact_rows
+from ..memory._cache import exact_rows
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
 

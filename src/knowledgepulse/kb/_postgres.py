@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._memory import Admit, Nearest
+from ..memory._cache import Admit, Nearest
 from ._base import (
     FORMAT_NAME,
     FORMAT_VERSION,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import Admit, Nearest
+from ..memory._cache import Admit, Nearest
 from ._base import (
     FORMAT_NAME,
     FORMAT_VERSION,

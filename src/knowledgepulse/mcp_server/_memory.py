@@ -14,9 +14,9 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from .._genai_spans import memory_span
-from .._recall import render_steps, search_similar, worked_examples
 from ..kb import ApiKey
+from ..kb._recall import render_steps, search_similar, worked_examples
+from ..kb._spans import memory_span
 from ..service._bodies import Redactor, RequestProblem, traces_of
 from ..service._engine import NEAR_DUPLICATE, Engine
 from ..service._settings import ServiceSettings

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._recall import MAX_LIMIT, MAX_QUERY_CHARS
+from ..kb._recall import MAX_LIMIT, MAX_QUERY_CHARS
 from ._memory import ToolProblem
 
 __all__ = ["TOOLS", "ToolSpec", "arguments_of"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._grouping import AttemptGrouper, AttemptGroups, field_value, group_label
 from ..records import EvalRecord, ScoreRecord
 from ..rubrics import OutcomeType
+from ._grouping import AttemptGrouper, AttemptGroups, field_value, group_label
 from ._html import card, escape, number, stat_cards, table
 
 __all__ = ["GroupTally", "groups_section"]

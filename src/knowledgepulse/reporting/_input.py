@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._io import InputRecord, expand_paths, iter_records
+from ..io._reader import InputRecord, expand_paths, iter_records
 from ..records import EvalRecord, ScoreRecord, parse_output_record
 from ..rubrics import EvaluationReport, OutcomeType, ReportBuilder
 from ._groups import GroupTally

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .._render import plain_text
+from ..io._render import plain_text
 
 if TYPE_CHECKING:
     from ..records import ScoreRecord

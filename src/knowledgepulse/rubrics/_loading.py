@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from .._io import InputRecord, iter_records
+from ..io._reader import InputRecord, iter_records
 from ._case import Case, CaseError
 from ._rubric import Rubric
 
@@ -27,7 +27,7 @@ def iter_cases(
     """Per record, the case it holds or why it holds none; never stops at a bad record.
 
     Args:
-        records: input records, e.g. from ``knowledgepulse._io.iter_records(paths)``.
+        records: input records, e.g. from ``knowledgepulse.io._reader.iter_records(paths)``.
         rubric: builds the cases its own way (its ``case_factory``) when given.
 
     A record is a case object or a ReasoningTrace (see :meth:`Case.from_dict`). A case without

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Group
 from rich.table import Table
 
-from .._render import plain_text
+from ..io._render import plain_text
 from ._case import Case
 from ._criterion import TOLERANCE, EvaluationResult, OutcomeType, format_number
 from ._rubric import Rubric

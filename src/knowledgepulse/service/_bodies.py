@@ -11,9 +11,9 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from .._io import MAX_DEPTH
 from .._schema import ReasoningTrace, ValidationProblem, parse_trace
 from ..importers import ConversionError, convert, format_names
+from ..io._reader import MAX_DEPTH
 from ._settings import ServiceSettings
 
 __all__ = [

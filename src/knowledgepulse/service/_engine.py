@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import Admit, Nearest
 from .._schema import ReasoningTrace
-from .._scoring import Scorer, ValueScore
 from ..kb import ApiKey, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
+from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
+from ..scoring._scorer import Scorer, ValueScore
 from ._models import (
     Contribution,
     ContributionStatus,

@@ -1,6 +1,6 @@
 """Reading what ``kp view`` shows: score and eval lines, ReasoningTraces and curation groups.
 
-Every file is read through :func:`knowledgepulse._io.iter_records`; each record is recognised
+Every file is read through :func:`knowledgepulse.io._reader.iter_records`; each record is recognised
 by its shape:
 
 - ``"@type": "ReasoningTrace"``: a trace (validated, so a broken one is reported, not shown);
@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._io import InputRecord, iter_records
 from .._schema import ReasoningTrace, TraceValidationError
+from ..io._reader import InputRecord, iter_records
 from ..records import EvalRecord, ScoreRecord, parse_output_record
 
 __all__ = ["GroupEntry", "ViewedTrace", "ViewerData", "load_view_files"]

@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from .._errors import MissingDependencyError
+from ..._errors import MissingDependencyError
 
 __all__ = ["ACTIVE", "Call", "Recorder", "patched_clients", "plain"]
 

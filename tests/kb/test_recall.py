@@ -11,7 +11,6 @@ import pytest
 import knowledgepulse
 from _helpers import HashingEmbedder, make_trace
 from knowledgepulse import Scorer, parse_trace
-from knowledgepulse._recall import render_steps, search_similar
 from knowledgepulse.embedding import check_embedder
 from knowledgepulse.kb import (
     EmbeddingIdentity,
@@ -19,6 +18,7 @@ from knowledgepulse.kb import (
     Viewer,
     open_knowledge_base,
 )
+from knowledgepulse.kb._recall import render_steps, search_similar
 
 STEPS = [
     {"type": "thought", "content": "Find the booking first."},

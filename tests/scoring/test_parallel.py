@@ -12,17 +12,17 @@ import pytest
 
 from _helpers import make_trace
 from knowledgepulse import _parallel
-from knowledgepulse._io import iter_records
-from knowledgepulse._parallel import (
+from knowledgepulse.cli import main
+from knowledgepulse.importers import ImportOptions
+from knowledgepulse.io._reader import iter_records
+from knowledgepulse.scoring._parallel import (
     WORKERS_ENV,
     ScoringSettings,
     choose_workers,
     score_records,
     score_records_in_workers,
 )
-from knowledgepulse._profiles import ProfileRegistry
-from knowledgepulse.cli import main
-from knowledgepulse.importers import ImportOptions
+from knowledgepulse.scoring._profiles import ProfileRegistry
 
 
 def mixed_lines(count: int) -> str:

@@ -31,9 +31,9 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-    from ._io import InputRecord
+    from ..importers import ImportOptions
+    from ..io._reader import InputRecord
     from ._profiles import DomainProfile
-    from .importers import ImportOptions
 
 __all__ = [
     "AUTO_MIN_BYTES",
@@ -68,9 +68,9 @@ BATCH_RECORDS = 64
 BATCH_BYTES = 768 << 10
 #: Modules the fork server imports once, so that each worker starts without importing them.
 _PRELOAD = [
-    "knowledgepulse._parallel",
+    "knowledgepulse.scoring._parallel",
     "knowledgepulse.importers",
-    "knowledgepulse._scoring",
+    "knowledgepulse.scoring._scorer",
     "knowledgepulse.records",
 ]
 
@@ -165,11 +165,11 @@ def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> 
     One :class:`ScoredUnit` per unit :func:`~knowledgepulse.importers.read_traces` gives,
     in order, with a :class:`ScoredTrace` for each of its traces.
     """
-    from ._output import dumps
+    from ..importers import read_traces
+    from ..io._writers import dumps
+    from ..records import ScoreRecord
     from ._profiles import ProfileRegistry
-    from ._scoring import Scorer
-    from .importers import read_traces
-    from .records import ScoreRecord
+    from ._scorer import Scorer
 
     registry = ProfileRegistry({profile.name: profile for profile in settings.profiles})
     scorer = Scorer(embedder=None, profiles=registry)
@@ -201,7 +201,7 @@ def _pack(record: InputRecord) -> _Packed:
 
 
 def _unpack(packed: Sequence[_Packed]) -> list[InputRecord]:
-    from ._io import InputRecord
+    from ..io._reader import InputRecord
 
     return [
         InputRecord(source, line, error=error, raw=raw, index=index, json=data)

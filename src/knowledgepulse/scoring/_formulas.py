@@ -10,11 +10,11 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .._schema import ReasoningTrace
 from ._profiles import DomainProfile
-from ._schema import ReasoningTrace
 
 if TYPE_CHECKING:
-    from ._memory import Nearest
+    from ..memory._cache import Nearest
 
 __all__ = [
     "NEAR_DUPLICATE",
@@ -164,7 +164,7 @@ class ValueScore:
 def score_from_record(record: dict[str, object]) -> ValueScore:
     """The :class:`ValueScore` a stored score record describes (a knowledge base's answer for
     a trace it already holds)."""
-    from ._memory import Nearest
+    from ..memory._cache import Nearest
 
     weights = record["weights"]
     assert isinstance(weights, dict)

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._schema import ReasoningTrace
-from ..importers import ImportOptions, from_anthropic, from_openai
+from ..._schema import ReasoningTrace
+from ...importers import ImportOptions, from_anthropic, from_openai
 from ._recording import Call, Provider, plain
 
 if TYPE_CHECKING:

@@ -11,15 +11,15 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._schema import ReasoningTrace
-from .._scoring import Scorer, ValueScore, default_scorer
+from ..._schema import ReasoningTrace
+from ...scoring._scorer import Scorer, ValueScore, default_scorer
 from ._contribute import contribute
 from ._instructions import first_user_text, with_instructions
 from ._recording import ACTIVE, Call, Provider, patched_clients, plain
 from ._transcript import build_trace
 
 if TYPE_CHECKING:
-    from .._recall import Recall
+    from ...kb._recall import Recall
 
 __all__ = ["DEFAULT_THRESHOLD", "CapturedRun", "capture", "captured", "current_run"]
 
@@ -149,7 +149,7 @@ def _kb_scorer(kb: Any, scorer: Scorer | None, threshold: float, stack: ExitStac
     """A scorer whose memory is the knowledge base, storing the runs that pass."""
     embedder = scorer.embedder if scorer is not None else default_scorer().embedder
     if isinstance(kb, (str, Path)):
-        from ..kb import EmbeddingIdentity, open_knowledge_base
+        from ...kb import EmbeddingIdentity, open_knowledge_base
 
         if embedder is None:
             raise ValueError("kb= stores embeddings: it needs an embedder (none is available)")
@@ -165,7 +165,7 @@ def _kb_scorer(kb: Any, scorer: Scorer | None, threshold: float, stack: ExitStac
 
 
 def _recaller(scorer: Scorer, k: int) -> Callable[[str], Recall]:
-    from .._recall import recall as recall_similar
+    from ...kb._recall import recall as recall_similar
 
     def search(query: str) -> Recall:
         return recall_similar(query, scorer.cache, k, embedder=scorer.embedder)

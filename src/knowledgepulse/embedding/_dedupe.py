@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .embedding import Embedder, check_embedder
+from . import Embedder, check_embedder
 
 __all__ = ["DEFAULT_MAX_TEXTS", "DeduplicatingEmbedder"]
 

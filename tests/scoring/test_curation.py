@@ -12,9 +12,9 @@ import pytest
 
 import knowledgepulse as kp
 from _helpers import TAU_BENCH, HashingEmbedder, load_tau_bench, make_trace
-from knowledgepulse._curation import curate
 from knowledgepulse.cli import main
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
+from knowledgepulse.scoring._curation import curate
 
 TAU = TAU_BENCH
 

@@ -16,7 +16,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
-from ._errors import KnowledgePulseError
+from .._errors import KnowledgePulseError
+from .._schema import ReasoningTrace, parse_trace
 from ._formulas import (
     NOVELTY_FALLBACK,
     RULE_ERROR_RECOVERY_BONUS,
@@ -29,11 +30,10 @@ from ._formulas import (
     score_from_record,
 )
 from ._profiles import DomainProfile, ProfileRegistry, global_registry
-from ._schema import ReasoningTrace, parse_trace
 
 if TYPE_CHECKING:
-    from ._memory import Nearest, NoveltyMemory
-    from .embedding import Embedder
+    from ..embedding import Embedder
+    from ..memory._cache import Nearest, NoveltyMemory
 
 __all__ = [
     "RULE_ERROR_RECOVERY_BONUS",
@@ -136,7 +136,7 @@ class Scorer:
         if self._cache is None:
             with self._resolve_lock:
                 if self._cache is None:
-                    from ._memory import VectorCache
+                    from ..memory._cache import VectorCache
 
                     embedder = self.embedder
                     dims = embedder.dimensions if embedder is not None else DEFAULT_DIMENSIONS
@@ -307,8 +307,8 @@ def _trace_store(memory: Any) -> TraceStore | None:
 def _stored_trace(
     trace: ReasoningTrace, score: ValueScore, vector: Any, where: str | None
 ) -> object:
-    from .kb import StoredTrace
-    from .records import ScoreRecord
+    from ..kb import StoredTrace
+    from ..records import ScoreRecord
 
     return StoredTrace(
         id=trace.id,
@@ -364,7 +364,7 @@ def _resolve_embedder(setting: Any) -> Embedder | None:
     object checked once to be an embedder."""
     if setting is None:
         return None
-    from .embedding import check_embedder, select_embedder
+    from ..embedding import check_embedder, select_embedder
 
     if not (isinstance(setting, str) and setting == "auto"):
         try:

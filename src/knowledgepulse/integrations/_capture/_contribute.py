@@ -7,8 +7,8 @@ import os
 import urllib.error
 import urllib.request
 
-from .._schema import ReasoningTrace
-from .._scoring import ValueScore
+from ..._schema import ReasoningTrace
+from ...scoring._scorer import ValueScore
 
 __all__ = ["API_KEY_VARIABLE", "contribute"]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import knowledgepulse as kp
 from _helpers import HashingEmbedder, make_trace
-from knowledgepulse._formulas import STEP_CAP, TraceFacts, complexity
+from knowledgepulse.scoring._formulas import STEP_CAP, TraceFacts, complexity
 
 THOUGHT = {"type": "thought", "content": "think"}
 OBS = {"type": "observation", "content": "saw"}

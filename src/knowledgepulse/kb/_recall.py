@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._genai_spans import memory_span
+from ._spans import memory_span
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -103,7 +103,7 @@ def check_query(query: Any) -> str:
 def require_same_model(kb: Any, embedder: Any) -> None:
     """Raise :class:`~knowledgepulse.kb.KnowledgeBaseMismatchError` when the base's vectors
     were made another way than ``embedder`` makes them (they cannot be compared)."""
-    from .kb import EmbeddingIdentity, KnowledgeBaseMismatchError
+    from . import EmbeddingIdentity, KnowledgeBaseMismatchError
 
     mine = EmbeddingIdentity.of(embedder)
     if kb.identity is not None and kb.identity != mine:
@@ -316,8 +316,8 @@ def recall(
         ValueError: a query or a limit out of range; no embedder is available.
         KnowledgeBaseError: the base cannot be opened.
     """
-    from .embedding import check_embedder, choose_embedder
-    from .kb import open_knowledge_base
+    from ..embedding import check_embedder, choose_embedder
+    from . import open_knowledge_base
 
     if embedder is None:
         chosen = choose_embedder("auto")

@@ -6,7 +6,7 @@ import pytest
 
 import knowledgepulse as kp
 from _helpers import make_trace
-from knowledgepulse._profiles import ProfileRegistry
+from knowledgepulse.scoring._profiles import ProfileRegistry
 
 
 def test_builtin_profiles_match_the_spec() -> None:

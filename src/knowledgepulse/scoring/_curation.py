@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from .._schema import ReasoningTrace, parse_trace
 from ._formulas import NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
 from ._profiles import ProfileRegistry, global_registry
-from ._schema import ReasoningTrace, parse_trace
 
 __all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
 
@@ -213,7 +213,7 @@ def _nearest_stored(kb: Any, vectors: np.ndarray) -> list[tuple[str, float] | No
 
 def _neighbours(vectors: np.ndarray, similarity: float) -> list[list[tuple[int, float]]]:
     """Each row's other rows at cosine ≥ ``similarity``, most similar first."""
-    from .kb._index import VectorIndex
+    from ..kb._index import VectorIndex
 
     n = vectors.shape[0]
     index = VectorIndex(vectors.shape[1])

@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from xml.etree import ElementTree
 
-from .records import ScoreRecord
-from .rubrics import EvaluationResult, OutcomeType
+from ..records import ScoreRecord
+from ..rubrics import EvaluationResult, OutcomeType
 
 __all__ = ["JUnitReport"]
 

@@ -10,7 +10,7 @@ import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
-from knowledgepulse._dedupe import DeduplicatingEmbedder
+from knowledgepulse.embedding._dedupe import DeduplicatingEmbedder
 
 
 class CountingEmbedder:
@@ -76,7 +76,7 @@ def test_it_is_the_wrapped_embedder_to_the_rest_of_knowledgepulse() -> None:
 
 
 def test_scores_are_the_same_with_and_without_deduplication() -> None:
-    examples = Path(__file__).resolve().parents[1] / "examples" / "traces.jsonl"
+    examples = Path(__file__).resolve().parents[2] / "examples" / "traces.jsonl"
     trace = kp.ReasoningTrace.model_validate_json(examples.read_bytes().splitlines()[0])
     traces = [trace, trace.model_copy(update={"id": "kp:trace:again"}), trace]
     plain = kp.Scorer(embedder=CountingEmbedder()).score_many(traces)

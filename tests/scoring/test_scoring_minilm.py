@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(
     not embedder_available(), reason=f"needs the embedder ({INSTALL_HINT})"
 )
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "traces.jsonl"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traces.jsonl"
 
 
 @pytest.fixture(scope="module")
