@@ -282,6 +282,13 @@ def test_registry() -> None:
         "atif",
         "gemini",
         "bedrock",
+        "claude-code",
+        "codex",
+        "inspect",
+        "swe-agent",
+        "mini-swe-agent",
+        "openhands",
+        "tau2",
     }
     for name, importer in FORMATS.items():
         assert importer.name == name

@@ -197,9 +197,9 @@ def stop_signals() -> Iterator[None]:
 def check_paths(paths: Sequence[str]) -> list[str]:
     """The input files, directories expanded; a missing path is a usage error."""
     try:
-        from .._io import expand_paths
+        from .._io import LOG_SUFFIXES, RECORD_SUFFIXES, expand_paths
 
-        return expand_paths(paths)
+        return expand_paths(paths, suffixes=RECORD_SUFFIXES + LOG_SUFFIXES)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
 

@@ -23,6 +23,7 @@ from typing import Any
 from knowledgepulse._io import InputRecord
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError, ValidationProblem
 
+from ._harness import FILE_FORMATS
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
 from ._values import ConversionError, at
@@ -35,7 +36,7 @@ __all__ = ["Conversion", "read_traces"]
 
 # Formats whose lists may be the parts (messages, items) of one conversation.
 _PART_FORMATS = frozenset(
-    {"openai", "openai-responses", "anthropic", "gemini", "bedrock", AUTO_FORMAT}
+    {"openai", "openai-responses", "anthropic", "gemini", "bedrock", "mini-swe-agent", AUTO_FORMAT}
 )
 # Formats whose records are grouped over the whole source file.
 _GROUPED_FORMATS = frozenset({"otel", "langsmith", "openai-agents"})
@@ -165,7 +166,10 @@ class _Stream:
             yield Conversion([record], [], [record.error], self.fmt)
             return
         name = self._format_of(record.data)
-        if name in _GROUPED_FORMATS:
+        if name is None and self.fmt == AUTO_FORMAT and self.grouped:
+            # A line of a kind the detection does not know, inside a session file: the session's.
+            name = next((fmt for fmt, _ in reversed(self.grouped) if fmt in FILE_FORMATS), None)
+        if name in _GROUPED_FORMATS or name in FILE_FORMATS:
             self.grouped.append((name, record))
             return
         yield self._convert([record], record.data, name)
@@ -200,11 +204,25 @@ class _Stream:
             positions = [n for n, (fmt, _) in enumerate(grouped) if fmt == name]
             if positions:
                 units.extend((name, unit) for unit in build(records, positions))
+        for name in FILE_FORMATS:
+            positions = [n for n, (fmt, _) in enumerate(grouped) if fmt == name]
+            if positions:
+                units.append((name, self._file_unit(name, records, positions)))
         units.sort(key=lambda item: item[1].positions[0])
         for name, unit in units:
             members = [records[n] for n in unit.positions]
             problems = _render(unit.errors, members)
             yield Conversion(members, unit.traces, problems, name)
+
+    def _file_unit(self, name: str, records: list[InputRecord], positions: list[int]) -> _Unit:
+        """The records of a run written as many records (a session file's lines): one unit."""
+        unit = _Unit(positions=list(positions))
+        entries = [(records[n].data, _prefix(records[n])) for n in positions]
+        try:
+            unit.traces.extend(FILE_FORMATS[name](entries, self.options))
+        except ConversionError as exc:
+            unit.errors.append(exc)
+        return unit
 
     def _otel_units(self, records: list[InputRecord], positions: list[int]) -> list[_Unit]:
         spans, problems = read_spans((records[n].data, _prefix(records[n]), n) for n in positions)
