@@ -25,6 +25,8 @@ __all__ = [
 #: ``metadata.kp_import`` key naming where the objective was taken from.
 OBJECTIVE_FROM = "objective_from"
 
+# Where a template's next field starts: Jinja ``{{``/``{%`` or a format field ``{name}``.
+_FIELD = re.compile(r"\{\{|\{%|\{[A-Za-z_]")
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _EXITED = re.compile(r"(?:Process exited with code|[Ee]xit code:?)\s*(-?\d+)")
 
@@ -52,18 +54,17 @@ def task_from_template(text: str, template: Any, placeholder: str = "{{task}}") 
     """The task inside ``text`` rendered from a prompt ``template`` (Jinja-style), or ``None``.
 
     The text before the placeholder must open ``text``; the task ends where the template's
-    next literal text (up to the next ``{{``/``{%``, at least 8 characters) begins. Only the
+    next literal text (up to its next field: ``{{``, ``{%`` or ``{name}``; at least 8
+    characters) begins. Only the
     first placeholder counts: what follows it in the template may be anything.
     """
     if not isinstance(template, str) or placeholder not in template:
         return None
     head, _, tail = template.partition(placeholder)
-    if "{{" in head or "{%" in head:
-        return None
-    if not text.startswith(head):
+    if _FIELD.search(head) or not text.startswith(head):
         return None
     rest = text[len(head) :]
-    literal = re.split(r"\{\{|\{%", tail, maxsplit=1)[0]
+    literal = _FIELD.split(tail, maxsplit=1)[0]
     if len(literal.strip()) < 8:
         task = rest
     else:

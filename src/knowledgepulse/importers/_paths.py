@@ -98,9 +98,10 @@ def _eval_units(name: str, options: ImportOptions) -> Iterator[Conversion]:
             yield Conversion([record], [], [f"{sample.name}: {sample.error}"], "inspect")
             continue
         try:
-            trace = inspect_sample_trace(header, sample.data, sample.name + ":", options)
+            trace = inspect_sample_trace(header, sample.data, "", options)
         except ConversionError as exc:
-            yield Conversion([record], [], [str(p) for p in exc.problems], "inspect")
+            problems = [f"{sample.name}: {problem}" for problem in exc.problems]
+            yield Conversion([record], [], problems, "inspect")
             continue
         yield Conversion([record], [trace], [], "inspect")
 

@@ -16,8 +16,9 @@ sessions in one stream are one trace per ``sessionId``).
   kept in ``kp_import.context``. Later human prompts → observations marked
   ``"source": "user"``;
 - sidechain lines (``isSidechain: true``: a subagent started by the ``Task`` tool) are steps
-  marked ``"source": "subagent"`` (``subagent:<agentId>`` when named), placed by timestamp
-  inside the parent's run; the subagent's prompt is an observation, not a user turn;
+  marked ``"source": "subagent"``, placed by timestamp inside the parent's run (the
+  subagents' ``agentId`` values → ``kp_import.subagents``); the subagent's prompt is an
+  observation, not a user turn;
 - ``sessionId`` → source id; the earliest ``timestamp`` → ``created_at``; the first
   assistant ``model``, ``cwd``, ``version`` and ``gitBranch`` → ``kp_import``;
 - ``result_summary``: the main chain's last assistant text.
@@ -79,6 +80,8 @@ _HARNESS_PREFIXES = (
 )
 _CONTEXT_TAGS = ("system-reminder", "ide_opened_file", "ide_selection", "ide_diagnostics")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: The ``source`` of a subagent's (sidechain's) steps.
+SUBAGENT_SOURCE = "subagent"
 
 
 def is_claude_code_entry(record: Any) -> bool:
@@ -120,6 +123,7 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
     context: list[str] = []
     summary: str | None = None
     last_main_text: str | None = None
+    agents: set[str] = set()
     for data, label in _in_time_order(entries):
         kind = data.get("type")
         builder.note_time(parse_timestamp(data.get("timestamp")))
@@ -136,6 +140,8 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
         where = at(label, "message")
         message = expect_dict(data.get("message"), where)
         source = _subagent(data)
+        if source is not None and isinstance(data.get("agentId"), str):
+            agents.add(data["agentId"])
         if kind == "assistant":
             if isinstance(message.get("model"), str):
                 builder.info.setdefault("model", message["model"])
@@ -146,6 +152,8 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
             _read_user(builder, data, message, where, source, context)
     if context:
         builder.info["context"] = context
+    if agents:
+        builder.info["subagents"] = sorted(agents)
     if builder.objective is not None:
         builder.info[OBJECTIVE_FROM] = "user prompt"
     default_objective(builder, summary, "summary")
@@ -170,10 +178,7 @@ def _in_time_order(entries: list[Entry]) -> list[tuple[Mapping[str, Any], str]]:
 
 
 def _subagent(data: Mapping[str, Any]) -> str | None:
-    if data.get("isSidechain") is not True:
-        return None
-    agent = data.get("agentId")
-    return f"subagent:{agent}" if isinstance(agent, str) and agent else "subagent"
+    return SUBAGENT_SOURCE if data.get("isSidechain") is True else None
 
 
 def _blocks(content: Any, path: str) -> list[tuple[str, Mapping[str, Any]]]:

@@ -8,7 +8,8 @@ A trajectory (its list of events) is one run: one trace.
   ``agent`` → thought;
 - other agent actions (``run``, ``edit``, ``read``, ``write``, ``browse``, ``run_ipython``,
   ``call_tool_mcp``, ...): ``args.thought`` → thought, then tool_call named
-  ``tool_call_metadata.function_name`` (else the action) with the action's ``args`` (its
+  ``tool_call_metadata.function_name`` (else the action) whose input is the model's call
+  arguments (from ``tool_call_metadata.model_response``), else the action's ``args`` (its
   ``thought`` and bookkeeping fields left out); ``think`` → thought; ``finish`` → thought
   (``args.final_thought`` or ``message``; also the result summary);
 - observations → observation matched by ``tool_call_metadata.tool_call_id`` (else to the
@@ -31,7 +32,15 @@ from ._builder import TraceBuilder
 from ._entries import Entry, default_objective, entries_of
 from ._harness_text import OBJECTIVE_FROM, mapping
 from ._options import ImportOptions, resolve_options
-from ._values import ConversionError, at, expect_dict, expect_list, parse_timestamp, stringify
+from ._values import (
+    ConversionError,
+    at,
+    expect_dict,
+    expect_list,
+    parse_arguments,
+    parse_timestamp,
+    stringify,
+)
 
 __all__ = ["from_openhands", "is_openhands_event", "is_openhands_output", "openhands_traces"]
 
@@ -181,10 +190,26 @@ def _read_action(
         return
     function = metadata.get("function_name")
     name = function if isinstance(function, str) and function else action
-    arguments = {k: v for k, v in args.items() if k not in _NOT_INPUT}
+    arguments = _call_arguments(metadata, call_id)
+    if arguments is None:
+        arguments = {k: v for k, v in args.items() if k not in _NOT_INPUT}
     builder.tool_call(name, arguments, call_id=call_id)
     if "id" in event:
         actions[event["id"]] = name
+
+
+def _call_arguments(metadata: Mapping[str, Any], call_id: str | None) -> dict[str, Any] | None:
+    """The arguments the model gave the call (``model_response``), when the event keeps them:
+    the tool's real input, where ``args`` holds the action OpenHands made of it."""
+    response = mapping(metadata.get("model_response"))
+    for choice in response.get("choices") or []:
+        for call in mapping(mapping(choice).get("message")).get("tool_calls") or []:
+            call = mapping(call)
+            if call_id is not None and call.get("id") != call_id:
+                continue
+            raw = mapping(call.get("function")).get("arguments")
+            return parse_arguments(raw, "", lenient=True)
+    return None
 
 
 def _read_observation(

@@ -6,15 +6,19 @@ are observations of the command before them, never user turns.
 
 **SWE-agent** ``{"trajectory": [...], "history": [...], "info": {...}}``, one trace:
 
-- ``trajectory[]``: ``thought`` → thought; ``action`` → tool_call (the command's first word
-  for SWE-agent's own tools — ``open``, ``edit``, ``str_replace_editor``, ``submit``, ... —
-  else ``bash``; ``input = {"command": action}``); ``observation`` → observation;
+- ``trajectory[]``: ``thought`` → thought; ``action`` → tool_call: the model's function call
+  for that action in ``history`` (its name and arguments), else the command's first word for
+  SWE-agent's own tools (``open``, ``edit``, ``str_replace_editor``, ``submit``, ...) or
+  ``bash``, with ``input = {"command": action}``; ``observation`` → observation;
   ``execution_time`` → latency;
-- objective: the issue inside the first non-demo user message of ``history``
-  (``<pr_description>``/``<issue>`` blocks, or the ISSUE text SWE-agent's templates put
-  after ``ISSUE:``); else that whole message;
+- objective: the issue inside the first non-demo user message of ``history``: taken out of
+  ``replay_config.agent.templates.instance_template`` (around ``{problem_statement}``),
+  else a ``<pr_description>``/``<issue>`` block or the text after ``ISSUE:``; else that whole
+  message;
 - failure: an observation reporting a non-zero exit code, or that looks like an error;
-- ``info.exit_status``, ``info.submission`` → ``kp_import``; ``environment`` → source id.
+- ``info.exit_status``, ``info.submission``, ``info.model_stats`` and the model's name →
+  ``kp_import``; ``replay_config.problem_statement.id`` (else ``environment``) → source id;
+  success is left to the caller (a trajectory does not say whether the patch passed).
 
 **mini-SWE-agent** ``{"info": {...}, "messages": [...], "trajectory_format":
 "mini-swe-agent-1.1"}``, or (older versions) the bare list of messages, one trace:
@@ -36,6 +40,7 @@ are observations of the command before them, never user turns.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -136,13 +141,25 @@ def from_swe_agent(
     for key in ("exit_status", "submission", "swe_agent_version", "model_stats"):
         if info.get(key) is not None:
             builder.info[key] = info[key]
-    if isinstance(traj.get("environment"), str) and traj["environment"]:
+    replay = _replay_config(traj.get("replay_config"))
+    problem = mapping(replay.get("problem_statement"))
+    if isinstance(problem.get("id"), str) and problem["id"]:
+        builder.source_id = problem["id"]
+    elif isinstance(traj.get("environment"), str) and traj["environment"]:
         builder.source_id = traj["environment"]
+    model = mapping(mapping(replay.get("agent")).get("model")).get("name")
+    if isinstance(model, str) and model:
+        builder.info["model"] = model
     prompt = _first_task_prompt(traj.get("history"))
     if prompt is not None:
-        task, rule = _issue_of(prompt)
+        template = mapping(mapping(replay.get("agent")).get("templates")).get("instance_template")
+        task = task_from_template(prompt, template, "{problem_statement}")
+        rule = "instance_template"
+        if task is None:
+            task, rule = _issue_of(prompt)
         builder.objective = task
         builder.info[OBJECTIVE_FROM] = f"history first user message ({rule})"
+    calls = _history_calls(traj.get("history"))
     steps = expect_list(traj.get("trajectory"), "trajectory")
     for index, raw in enumerate(steps):
         where = at("trajectory", index)
@@ -152,16 +169,51 @@ def from_swe_agent(
             builder.thought(thought)
         action = step.get("action")
         latency = _seconds_ms(step.get("execution_time"))
+        name: str | None = None
         if isinstance(action, str) and action.strip():
-            first = action.strip().split()[0]
-            tool = first if first in _SWE_TOOLS else "bash"
-            builder.tool_call(tool, {"command": action.strip()}, latency_ms=latency)
+            name, arguments = calls.get(action.strip()) or _command_call(action.strip())
+            builder.tool_call(name, arguments, latency_ms=latency)
         observation = step.get("observation")
-        if isinstance(observation, str) and action:
+        if isinstance(observation, str) and name is not None:
             code = exit_code_of(observation)
-            builder.observation(observation, tool=None, failed=isinstance(code, int) and code != 0)
+            builder.observation(observation, tool=name, failed=isinstance(code, int) and code != 0)
     default_objective(builder, builder.source_id, "environment name")
     return [builder.build(traj, options)]
+
+
+def _replay_config(value: Any) -> Mapping[str, Any]:
+    """The run's configuration (an object, or JSON text in older versions)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {}
+    return mapping(value)
+
+
+def _history_calls(history: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each action's tool call as the model made it (function calling): action text → (the
+    tool's name, its arguments)."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    if not isinstance(history, list):
+        return calls
+    for message in history:
+        message = mapping(message)
+        action = message.get("action")
+        tool_calls = message.get("tool_calls")
+        if not isinstance(action, str) or not isinstance(tool_calls, list) or len(tool_calls) != 1:
+            continue
+        function = mapping(mapping(tool_calls[0]).get("function"))
+        if isinstance(function.get("name"), str):
+            arguments = parse_arguments(function.get("arguments"), "", lenient=True)
+            calls.setdefault(action.strip(), (function["name"], arguments))
+    return calls
+
+
+def _command_call(action: str) -> tuple[str, dict[str, Any]]:
+    """A command line as a tool call: SWE-agent's own commands by name, the rest ``bash``."""
+    first = action.split()[0]
+    return (first if first in _SWE_TOOLS else "bash"), {"command": action}
 
 
 def _first_task_prompt(history: Any) -> str | None:
@@ -253,12 +305,12 @@ def _read_mini_messages(
                 continue
             call_id = message.get("tool_call_id")
             code = exit_code_of(text)
+            call = call_id if isinstance(call_id, str) else None
+            tool = None if call else _last_tool(builder)
             if code is not None:
-                builder.observation(
-                    text, call_id=call_id if isinstance(call_id, str) else None, failed=code != 0
-                )
+                builder.observation(text, call_id=call, tool=tool, failed=code != 0)
             elif submitted:
-                builder.observation(text, call_id=call_id if isinstance(call_id, str) else None)
+                builder.observation(text, call_id=call, tool=tool)
             elif text.strip():
                 # A harness message that is not command output: a format error or a timeout.
                 builder.observation(text, failed=True, source="harness")
@@ -267,6 +319,14 @@ def _read_mini_messages(
                 at(where, "role"),
                 f"expected one of 'system', 'user', 'assistant', 'tool' (got {role!r})",
             )
+
+
+def _last_tool(builder: TraceBuilder) -> str | None:
+    """The tool of the last unanswered call: command output answers the command before it."""
+    for step in reversed(builder.steps):
+        if step.type == "tool_call":
+            return None if step.answered else step.tool
+    return None
 
 
 def _read_action(builder: TraceBuilder, message: Mapping[str, Any], text: str, where: str) -> bool:

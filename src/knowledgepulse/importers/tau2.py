@@ -10,7 +10,7 @@ simulation.
   (``requestor: "user"``, the telecom domain's device actions: not the agent's work);
 - ``reward_info.reward`` ≥ 1.0 → success (``kp_import.reward``); ``termination_reason``,
   ``task_id``, ``trial`` → ``kp_import`` (``reason``, ``task``, ``trial``); id
-  ``tau2:<domain>:task-<task_id>:trial-<trial>``; ``start_time`` → ``created_at``;
+  ``kp:trace:tau2:<domain>:task-<task_id>:trial-<trial>``; ``start_time`` → ``created_at``;
 - ground truth, as for tau-bench's ``info``: ``{"task": <the task: its user scenario and
   evaluation criteria with the expected actions>, "reward_info": <the simulation's
   reward_info>}`` → ``metadata.ground_truth``;
@@ -90,8 +90,8 @@ def _simulation(
     simulation = expect_dict(raw, path)
     builder = TraceBuilder(FORMAT)
     task_id, trial = simulation.get("task_id"), simulation.get("trial")
-    prefix = f"tau2:{domain}" if isinstance(domain, str) and domain else "tau2"
-    builder.source_id = f"{prefix}:task-{task_id}:trial-{trial}"
+    prefix = f"{domain}:" if isinstance(domain, str) and domain else ""
+    builder.source_id = f"{prefix}task-{task_id}:trial-{trial}"
     builder.info["task"] = task_id
     if trial is not None:
         builder.info["trial"] = trial
@@ -150,9 +150,9 @@ def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> Non
                 failed=message.get("error") is True,
             )
         elif role == "user":
-            if text.strip() in _STOP_TOKENS:
-                continue
-            builder.user_message(text)
+            for token in _STOP_TOKENS:
+                text = text.replace(token, "")
+            builder.user_message(text.strip())
         elif role != "system":
             raise ConversionError(
                 at(where, "role"),

@@ -1,0 +1,646 @@
+"""The agent-harness formats (Claude Code, Codex, Inspect AI, SWE-agent, mini-SWE-agent,
+OpenHands, tau2-bench): golden results of real public files, detection across every fixture,
+reproducibility, and the objective and failure rules on lines written for each rule.
+
+Fixtures live in ``tests/data/importers/<format>/`` with their origin in ``SOURCE.md``; each
+golden result in ``<format>/expected/<file>.json``. After a deliberate change, regenerate them
+and review the diff:
+
+    KP_UPDATE_GOLDEN=1 PYTHONPATH=src python -m pytest tests/importers/test_harness_formats.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowledgepulse.cli import main
+from knowledgepulse.importers import (
+    ConversionError,
+    convert,
+    detect_format,
+    from_claude_code,
+    from_codex,
+    from_inspect,
+    from_mini_swe_agent,
+    from_openhands,
+    from_tau2,
+    read_traces_from_paths,
+)
+
+from ._util import DATA, steps
+
+UPDATE = os.environ.get("KP_UPDATE_GOLDEN") == "1"
+FORMAT_DIRS = {
+    "claude_code": "claude-code",
+    "codex": "codex",
+    "inspect": "inspect",
+    "swe_agent": "swe-agent",
+    "mini_swe_agent": "mini-swe-agent",
+    "openhands": "openhands",
+    "tau2": "tau2",
+}
+HARNESS_FIXTURES = sorted(
+    path
+    for folder in FORMAT_DIRS
+    for path in (DATA / folder).iterdir()
+    if path.is_file() and path.name != "SOURCE.md"
+)
+# The API formats' fixtures, named <format>_*.json (tests/importers/test_detection.py).
+API_FIXTURES = sorted(
+    p for p in [*DATA.glob("*.json"), *(DATA / "units").glob("*.json*")] if p.is_file()
+)
+_API_PREFIXES = sorted(
+    (
+        (name.replace("-", "_"), name)
+        for name in (
+            "openai-responses",
+            "openai-agents",
+            "openai",
+            "anthropic",
+            "otel",
+            "langfuse",
+            "langsmith",
+            "atif",
+            "gemini",
+            "bedrock",
+        )
+    ),
+    key=lambda p: -len(p[0]),
+)
+
+
+def _format_of(path: Path) -> str:
+    if path.parent.name in FORMAT_DIRS:
+        return FORMAT_DIRS[path.parent.name]
+    return next(
+        name
+        for prefix, name in _API_PREFIXES
+        if path.name.startswith(prefix) and path.name[len(prefix)] in "_."
+    )
+
+
+def _outcome(path: Path, fmt: str = "auto") -> list[dict[str, Any]]:
+    units = []
+    for unit in read_traces_from_paths([str(path)], fmt):
+        units.append(
+            {
+                "records": [[r.line, r.index] for r in unit.records],
+                "format": unit.format,
+                "problems": unit.problems,
+                "traces": [trace.to_dict() for trace in unit.traces],
+            }
+        )
+    return units
+
+
+@pytest.mark.parametrize("fixture", HARNESS_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixture_matches_its_golden_file(fixture: Path) -> None:
+    expected_file = fixture.parent / "expected" / f"{fixture.name}.json"
+    outcome = _outcome(fixture)
+    if UPDATE:
+        expected_file.parent.mkdir(exist_ok=True)
+        text = json.dumps(outcome, indent=2, ensure_ascii=False) + "\n"
+        expected_file.write_text(text, encoding="utf-8")
+    assert expected_file.exists(), "no golden file; run with KP_UPDATE_GOLDEN=1 to write it"
+    assert outcome == json.loads(expected_file.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("fixture", HARNESS_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_fixture_is_whole_runs_with_no_problem(fixture: Path) -> None:
+    units = _outcome(fixture)
+    assert all(unit["problems"] == [] for unit in units)
+    assert all(len(unit["traces"]) >= 1 for unit in units)
+
+
+@pytest.mark.parametrize("fixture", HARNESS_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_naming_the_format_gives_what_detection_gives(fixture: Path) -> None:
+    assert _outcome(fixture, FORMAT_DIRS[fixture.parent.name]) == _outcome(fixture)
+
+
+@pytest.mark.parametrize(
+    "fixture", [*API_FIXTURES, *HARNESS_FIXTURES], ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_detection_picks_each_fixtures_own_format_only(fixture: Path) -> None:
+    expected = _format_of(fixture)
+    formats = {unit.format for unit in read_traces_from_paths([str(fixture)], "auto")}
+    # A malformed fixture may hold records no format claims ("auto"), never another format's.
+    assert formats - {"auto"} == {expected}
+
+
+def test_every_harness_format_has_a_fixture_with_a_source() -> None:
+    for folder, name in FORMAT_DIRS.items():
+        assert (DATA / folder / "SOURCE.md").is_file(), name
+        assert any(_format_of(p) == name for p in HARNESS_FIXTURES), name
+
+
+@pytest.mark.parametrize("fixture", HARNESS_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_importing_twice_gives_identical_bytes(
+    fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outputs = []
+    for attempt in (1, 2):
+        out = tmp_path / f"out{attempt}.jsonl"
+        assert main(["import", str(fixture), "--from", "auto", "-o", str(out)]) == 0
+        outputs.append(out.read_bytes())
+    capsys.readouterr()
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b"\n") >= 1
+
+
+def test_kp_score_reads_every_fixture_without_an_internal_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["score", "--from", "auto", *map(str, HARNESS_FIXTURES)])
+    out, err = capsys.readouterr()
+    assert code in (0, 1)
+    assert "Traceback" not in err and "internal error" not in err.lower()
+    assert err.count("rejected 0") == 1
+    ids = {json.loads(line)["id"] for line in out.splitlines()}
+    assert "kp:trace:tau2:retail:task-2:trial-0" in ids
+    assert "kp:trace:swe-agent:SWE-agent__test-repo-i1" in ids
+
+
+# -- Claude Code ------------------------------------------------------------------------------
+
+
+def _cc(kind: str, uuid: str, content: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "s-1",
+        "timestamp": f"2026-01-01T00:00:{len(uuid):02d}Z",
+        "message": {"role": kind, "content": content},
+        **extra,
+    }
+
+
+def test_claude_code_skips_harness_text_for_the_objective_and_keeps_it_as_context() -> None:
+    lines = [
+        _cc(
+            "user",
+            "u1",
+            "Caveat: The messages below were generated by the user while running local commands.",
+            isMeta=True,
+        ),
+        _cc(
+            "user",
+            "u22",
+            "<command-name>/clear</command-name>\n<command-message>clear</command-message>",
+        ),
+        _cc(
+            "user",
+            "u333",
+            "<system-reminder>Plan mode is on.</system-reminder>\nFix the failing build",
+        ),
+        _cc(
+            "assistant",
+            "a4444",
+            [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}],
+        ),
+        _cc(
+            "user",
+            "u55555",
+            [{"type": "tool_result", "tool_use_id": "t1", "content": "exit 2", "is_error": True}],
+        ),
+        _cc(
+            "assistant",
+            "a666666",
+            [{"type": "text", "text": "The build needs a header; adding it."}],
+        ),
+    ]
+    [trace] = from_claude_code(lines)
+    data = trace.to_dict()
+    assert data["task"]["objective"] == "Fix the failing build"
+    kp_import = data["metadata"]["kp_import"]
+    assert kp_import["objective_from"] == "user prompt"
+    assert kp_import["context"] == [
+        "Caveat: The messages below were generated by the user while running local commands.",
+        "<command-name>/clear</command-name>\n<command-message>clear</command-message>",
+    ]
+    assert [(s["type"], s.get("is_error", False)) for s in steps(trace)] == [
+        ("tool_call", False),
+        ("observation", True),
+        ("error_recovery", False),
+    ]
+
+
+def test_claude_code_lines_are_one_unit_and_problems_name_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    lines = [
+        _cc("user", "u1", "Rename the module"),
+        _cc("assistant", "a22", [{"type": "text", "text": "Renaming."}]),
+        _cc("assistant", "a333", 7),
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    [unit] = list(read_traces_from_paths([str(path)], "auto"))
+    assert unit.format == "claude-code"
+    assert [r.line for r in unit.records] == [1, 2, 3]
+    assert unit.problems == ["line 3: message.content: expected an array, got a number"]
+
+
+# -- Codex -----------------------------------------------------------------------------------
+
+
+def _cx(kind: str, payload: dict[str, Any], second: int = 0) -> dict[str, Any]:
+    return {"timestamp": f"2026-02-01T00:00:{second:02d}Z", "type": kind, "payload": payload}
+
+
+def _user_item(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def test_codex_skips_agents_md_and_environment_context_for_the_objective() -> None:
+    lines = [
+        _cx("session_meta", {"id": "cx-1", "cwd": "/w"}),
+        _cx("response_item", _user_item("# AGENTS.md instructions for /w\n\nUse ruff.")),
+        _cx(
+            "response_item",
+            _user_item("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        ),
+        _cx("response_item", _user_item("Make the parser accept trailing commas")),
+        _cx(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": "c1",
+                "arguments": '{"command":["pytest"]}',
+            },
+        ),
+        _cx(
+            "response_item",
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": '{"output":"1 failed","metadata":{"exit_code":1,"duration_seconds":2.5}}',
+            },
+        ),
+        _cx(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "text": "One test fails; fixing the tokenizer."}
+                ],
+            },
+        ),
+    ]
+    [trace] = from_codex(lines)
+    data = trace.to_dict()
+    assert data["task"]["objective"] == "Make the parser accept trailing commas"
+    assert data["metadata"]["kp_import"]["objective_from"] == "response_item user message"
+    assert len(data["metadata"]["kp_import"]["context"]) == 2
+    observation = steps(trace)[1]
+    assert observation["content"] == "1 failed"
+    assert observation["is_error"] is True
+    assert observation["latency_ms"] == 2500.0
+    assert steps(trace)[2]["type"] == "error_recovery"
+
+
+@pytest.mark.parametrize(
+    ("output", "events", "failed"),
+    [
+        (
+            "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nno such file",
+            [],
+            True,
+        ),
+        ("Chunk ID: 1\nProcess exited with code 0\nOutput:\nok", [], False),
+        ("plain output", [{"type": "exec_command_end", "call_id": "c1", "exit_code": 1}], True),
+        ("plain output", [{"type": "exec_command_end", "call_id": "c1", "exit_code": 0}], False),
+    ],
+)
+def test_codex_marks_a_non_zero_exit_code_as_a_failure(
+    output: str, events: list[dict[str, Any]], failed: bool
+) -> None:
+    lines = [
+        _cx("event_msg", {"type": "user_message", "message": "List the files"}),
+        _cx(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "c1",
+                "arguments": '{"cmd":"ls x"}',
+            },
+        ),
+        *(_cx("event_msg", event) for event in events),
+        _cx("response_item", {"type": "function_call_output", "call_id": "c1", "output": output}),
+    ]
+    [trace] = from_codex(lines)
+    assert steps(trace)[1].get("is_error", False) is failed
+
+
+# -- Inspect AI ------------------------------------------------------------------------------
+
+
+def _inspect_log(sample: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": 2,
+        "status": "success",
+        "eval": {"task": "arith", "task_id": "T1", "model": "m", "created": "2025-01-01T00:00:00Z"},
+        "samples": [sample],
+    }
+
+
+def test_inspect_scores_target_and_tool_errors() -> None:
+    sample = {
+        "id": "q7",
+        "epoch": 2,
+        "input": "What is 6*7?",
+        "target": "42",
+        "messages": [
+            {"role": "user", "content": "What is 6*7?", "source": "input"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "c1", "function": "python", "arguments": {"code": "6*7"}}],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "function": "python",
+                "content": "",
+                "error": {"type": "timeout", "message": "Command timed out"},
+            },
+            {"role": "assistant", "content": "42"},
+        ],
+        "scores": {"match": {"value": "I"}, "other": {"value": 1}},
+    }
+    [trace] = from_inspect(_inspect_log(sample))
+    data = trace.to_dict()
+    assert data["id"] == "kp:trace:inspect:T1:sample-q7:epoch-2"
+    assert data["metadata"]["success"] is False
+    assert data["metadata"]["ground_truth"] == {"target": "42"}
+    assert data["metadata"]["kp_import"]["scores"] == {"match": "I", "other": 1}
+    assert [(s["type"], s.get("content"), s.get("is_error", False)) for s in steps(trace)] == [
+        ("tool_call", None, False),
+        ("observation", "Command timed out", True),
+        ("error_recovery", "42", False),
+    ]
+
+
+def test_inspect_sample_that_crashed_is_a_failed_run_not_a_rejection() -> None:
+    sample = {
+        "id": 1,
+        "epoch": 1,
+        "input": "Do it",
+        "messages": [],
+        "error": {"message": "RuntimeError: sandbox died"},
+    }
+    [trace] = from_inspect(_inspect_log(sample))
+    data = trace.to_dict()
+    assert data["metadata"]["success"] is False
+    assert steps(trace) == [
+        {
+            "step_id": 0,
+            "type": "observation",
+            "content": "RuntimeError: sandbox died",
+            "is_error": True,
+            "source": "harness",
+        }
+    ]
+
+
+def test_inspect_eval_archive_problems_name_the_sample_file(tmp_path: Path) -> None:
+    archive = tmp_path / "run.eval"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("header.json", json.dumps({"version": 2, "eval": {"task_id": "T"}}))
+        z.writestr(
+            "samples/1_epoch_1.json", json.dumps({"id": 1, "input": "a", "messages": [{"role": 3}]})
+        )
+        z.writestr(
+            "samples/2_epoch_1.json",
+            json.dumps(
+                {"id": 2, "input": "b", "messages": [{"role": "assistant", "content": "done"}]}
+            ),
+        )
+    units = list(read_traces_from_paths([str(archive)], "auto"))
+    assert [(u.format, u.records[0].index, u.problems, len(u.traces)) for u in units] == [
+        (
+            "inspect",
+            0,
+            ["samples/1_epoch_1.json: messages[0].role: expected a string, got a number"],
+            0,
+        ),
+        ("inspect", 1, [], 1),
+    ]
+
+
+# -- mini-SWE-agent ------------------------------------------------------------------------
+
+
+def test_mini_swe_agent_object_takes_the_task_out_of_its_template() -> None:
+    template = "<pr_description>\nConsider the following PR description:\n{{task}}\n</pr_description>\n\n<instructions>\nFix it.\n</instructions>"
+    record = {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "info": {
+            "exit_status": "LimitsExceeded",
+            "config": {"agent": {"instance_template": template}},
+        },
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": template.replace("{{task}}", "Dates parse as UTC")},
+            {"role": "assistant", "content": "THOUGHT: look\n\n```mswea_bash_command\nls\n```"},
+            {
+                "role": "user",
+                "content": "Please always provide EXACTLY ONE action in triple backticks.",
+            },
+            {
+                "role": "assistant",
+                "content": "THOUGHT: again\n\n```mswea_bash_command\nls src\n```",
+            },
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
+        ],
+    }
+    assert detect_format(record) == "mini-swe-agent"
+    [trace] = from_mini_swe_agent(record)
+    data = trace.to_dict()
+    assert data["task"]["objective"] == "Dates parse as UTC"
+    assert (
+        data["metadata"]["kp_import"]["objective_from"] == "first user message (instance_template)"
+    )
+    assert data["metadata"]["success"] is False
+    assert [(s["type"], s.get("source"), s.get("is_error", False)) for s in steps(trace)] == [
+        ("thought", None, False),
+        ("tool_call", None, False),
+        ("observation", "harness", True),
+        ("error_recovery", None, False),
+        ("tool_call", None, False),
+        ("observation", None, False),
+    ]
+
+
+# -- OpenHands -------------------------------------------------------------------------------
+
+
+def _oh(n: int, source: str, **fields: Any) -> dict[str, Any]:
+    return {"id": n, "timestamp": f"2025-01-01T00:00:0{n}", "source": source, **fields}
+
+
+def test_openhands_error_observations_and_exit_codes_are_failures() -> None:
+    events = [
+        _oh(
+            0, "user", action="message", args={"content": "Run the tests"}, message="Run the tests"
+        ),
+        _oh(1, "agent", action="run", args={"command": "pytest", "thought": "Running them."}),
+        _oh(
+            2,
+            "agent",
+            observation="run",
+            cause=1,
+            content="1 failed",
+            extras={"metadata": {"exit_code": 1}},
+        ),
+        _oh(
+            3,
+            "agent",
+            action="run",
+            args={"command": "pytest -x", "thought": "Again, stopping early."},
+        ),
+        _oh(4, "agent", observation="error", cause=3, content="", message="Command timed out"),
+        _oh(5, "agent", observation="agent_state_changed", extras={"agent_state": "error"}),
+    ]
+    [trace] = from_openhands(events)
+    data = trace.to_dict()
+    assert data["metadata"]["success"] is False
+    assert [
+        (s["type"], (s.get("tool") or {}).get("name"), s.get("is_error", False))
+        for s in steps(trace)
+    ] == [
+        ("thought", None, False),
+        ("tool_call", "run", False),
+        ("observation", "run", True),
+        ("error_recovery", None, False),
+        ("tool_call", "run", False),
+        ("observation", "run", True),
+    ]
+    assert steps(trace)[5]["content"] == "Command timed out"
+
+
+def test_openhands_list_is_one_record_unit_with_element_locations(tmp_path: Path) -> None:
+    path = tmp_path / "trajectory.json"
+    events = [
+        _oh(0, "user", action="message", args={"content": "Hi"}),
+        "not an event",
+        _oh(2, "agent", action="message", args={"content": "Hello"}),
+    ]
+    path.write_text(json.dumps(events), encoding="utf-8")
+    [unit] = list(read_traces_from_paths([str(path)], "openhands"))
+    assert [r.index for r in unit.records] == [0, 1, 2]
+    assert unit.problems == ["[1]: expected an object, got a string"]
+
+
+# -- tau2-bench ------------------------------------------------------------------------------
+
+
+def test_tau2_error_tool_message_reward_and_ground_truth() -> None:
+    task = {
+        "id": "7",
+        "evaluation_criteria": {
+            "actions": [{"name": "cancel_order", "arguments": {"order_id": "#1"}}]
+        },
+    }
+    results = {
+        "info": {"environment_info": {"domain_name": "airline"}},
+        "tasks": [task],
+        "simulations": [
+            {
+                "task_id": "7",
+                "trial": 1,
+                "reward_info": {"reward": 1.0},
+                "messages": [
+                    {"role": "user", "content": "Cancel order #1"},
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "t1", "name": "cancel_order", "arguments": {"order_id": "1"}}
+                        ],
+                    },
+                    {
+                        "role": "tool",
+                        "id": "t1",
+                        "content": "Error: order not found",
+                        "error": True,
+                        "requestor": "assistant",
+                    },
+                    {"role": "assistant", "content": "Let me use the full id."},
+                    {"role": "user", "content": "Thanks ###STOP###"},
+                ],
+            }
+        ],
+    }
+    assert detect_format(results) == "tau2"
+    [trace] = from_tau2(results)
+    data = trace.to_dict()
+    assert data["id"] == "kp:trace:tau2:airline:task-7:trial-1"
+    assert data["metadata"]["success"] is True
+    assert data["metadata"]["ground_truth"] == {"task": task, "reward_info": {"reward": 1.0}}
+    assert [(s["type"], s.get("is_error", False)) for s in steps(trace)] == [
+        ("tool_call", False),
+        ("observation", True),
+        ("error_recovery", False),
+        ("observation", False),
+    ]
+    assert steps(trace)[3]["content"] == "Thanks"
+
+
+def test_tau2_broken_simulation_is_named_by_its_index() -> None:
+    results = {"tasks": [], "simulations": [{"task_id": "1", "messages": [{"role": 5}]}]}
+    with pytest.raises(ConversionError) as info:
+        convert("tau2", results)
+    assert str(info.value) == "simulations[0].messages[0].role: expected a string, got a number"
+
+
+# -- binary files and directories ------------------------------------------------------------
+
+
+def test_a_binary_file_is_refused_once_naming_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image = tmp_path / "screenshot.json"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40 + b"\n" * 70)
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(image), "--from", "auto", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("this is a PNG image, not JSON records") == 1
+    assert "not valid UTF-8" not in err
+    assert "records in: 1 = processed 0 + rejected 1" in err
+
+
+def test_an_eval_archive_given_to_kp_score_as_traces_says_how_to_read_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    archive = next(p for p in HARNESS_FIXTURES if p.suffix == ".eval")
+    assert main(["score", str(archive)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("this is an Inspect AI log (.eval, a zip archive)") == 1
+    assert "--from inspect" in err
+
+
+def test_a_directory_scan_reads_traj_and_eval_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for fixture in HARNESS_FIXTURES:
+        if fixture.suffix in (".traj", ".eval"):
+            (folder / fixture.name).write_bytes(fixture.read_bytes())
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(folder), "--from", "auto", "-o", str(out)]) == 0
+    capsys.readouterr()
+    ids = sorted(json.loads(line)["id"] for line in out.read_text().splitlines())
+    assert ids == [
+        "kp:trace:inspect:8zXjbRzCWrL9GXiXo2vus9:sample-1:epoch-1",
+        "kp:trace:swe-agent:SWE-agent__test-repo-i1",
+    ]
