@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from knowledgepulse._io import iter_records
 from knowledgepulse.cli import main
 from knowledgepulse.importers import (
     ConversionError,
@@ -30,6 +34,7 @@ from knowledgepulse.importers import (
     from_mini_swe_agent,
     from_openhands,
     from_tau2,
+    read_traces,
     read_traces_from_paths,
 )
 
@@ -644,3 +649,67 @@ def test_a_directory_scan_reads_traj_and_eval_files(
         "kp:trace:inspect:8zXjbRzCWrL9GXiXo2vus9:sample-1:epoch-1",
         "kp:trace:swe-agent:SWE-agent__test-repo-i1",
     ]
+
+
+# -- no input makes an importer fail other than with a reported problem ---------------------
+
+_JSON_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=3),
+    st.sampled_from(["", "x", "<returncode>1</returncode>", "2026-01-01T00:00:00Z"]),
+    st.just([]),
+    st.just({}),
+    st.just([1, "a", None]),
+)
+
+
+def _locations(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.extend(_locations(item, (*path, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_locations(item, (*path, index)))
+    return found
+
+
+def _replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    copy = value.copy()
+    copy[path[0]] = _replaced(value[path[0]], path[1:], new)
+    return copy
+
+
+_JSON_FIXTURES = [p for p in HARNESS_FIXTURES if p.suffix != ".eval"]
+
+
+@pytest.mark.parametrize("fixture", _JSON_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_value_changed_anywhere_is_a_problem_or_a_trace_never_a_crash(
+    fixture: Path, data: st.DataObject
+) -> None:
+    records = [r for r in iter_records([str(fixture)]) if r.error is None]
+    position = data.draw(st.integers(0, len(records) - 1))
+    target = records[position]
+    path = data.draw(st.sampled_from(_locations(target.data)))
+    changed = replace(target, data=_replaced(target.data, path, data.draw(_JSON_VALUES)))
+    records[position] = changed
+    for fmt in ("auto", FORMAT_DIRS[fixture.parent.name]):
+        for unit in read_traces(records, fmt):
+            assert unit.traces or unit.problems
+
+
+def test_a_record_whose_type_is_not_text_is_rejected_not_an_internal_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Detection once looked a list-valued "type" up in a set: "unhashable type: 'list'".
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"type": [], "content": "x"}\n', encoding="utf-8")
+    assert main(["import", str(path), "--from", "auto", "-o", str(tmp_path / "o.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert "internal error" not in err
+    assert "could not detect the format" in err

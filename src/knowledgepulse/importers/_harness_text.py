@@ -15,7 +15,9 @@ from typing import Any
 __all__ = [
     "OBJECTIVE_FROM",
     "exit_code_of",
+    "list_of",
     "mapping",
+    "mcp_tool",
     "starts_with_any",
     "strip_blocks",
     "task_from_template",
@@ -75,9 +77,26 @@ def task_from_template(text: str, template: Any, placeholder: str = "{{task}}") 
     return task.strip() or None
 
 
+_MCP_NAME = re.compile(r"^mcp__(?P<server>[^_].*?)__(?P<tool>.+)$")
+
+
+def mcp_tool(name: str) -> tuple[str, str | None]:
+    """A tool name as Claude Code and Codex name MCP tools, ``mcp__<server>__<tool>``, split
+    into the tool and its server; any other name is itself, with no server."""
+    match = _MCP_NAME.match(name)
+    if match is None:
+        return name, None
+    return match.group("tool"), match.group("server")
+
+
 def text_of(value: Any) -> str:
     """A value's text when it is text, else the empty string."""
     return value if isinstance(value, str) else ""
+
+
+def list_of(value: Any) -> list[Any]:
+    """``value`` when it is an array, else an empty one (for optional lists read leniently)."""
+    return list(value) if isinstance(value, list) else []
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -6,7 +6,8 @@ lines, one content block each). A session file is one run: one trace (lines of s
 sessions in one stream are one trace per ``sessionId``).
 
 - assistant ``text`` and ``thinking`` blocks → thought; ``tool_use{id, name, input}`` →
-  tool_call; ``redacted_thinking`` is skipped;
+  tool_call (an MCP tool, ``mcp__<server>__<tool>``, is named ``<tool>`` with
+  ``tool.mcp_server``); ``redacted_thinking`` is skipped;
 - ``tool_result{tool_use_id, content, is_error}`` (in user lines) → observation matched by id,
   ``is_error: true`` → failed;
 - the objective is the first human prompt of the main chain: user text that is not
@@ -37,7 +38,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import scrub_text
 from ._builder import RawStep, TraceBuilder
 from ._entries import Entry, default_objective, entries_of, first_str
-from ._harness_text import OBJECTIVE_FROM, starts_with_any, strip_blocks
+from ._harness_text import OBJECTIVE_FROM, mcp_tool, starts_with_any, strip_blocks
 from ._options import ImportOptions, resolve_options
 from ._values import (
     at,
@@ -86,13 +87,17 @@ SUBAGENT_SOURCE = "subagent"
 
 def is_claude_code_entry(record: Any) -> bool:
     """Whether a record is a line of a Claude Code session file."""
-    if not isinstance(record, Mapping) or record.get("type") not in _ENTRY_TYPES:
+    if not isinstance(record, Mapping) or not _is_one_of(record.get("type"), _ENTRY_TYPES):
         return False
     if "leafUuid" in record or "sessionId" in record:
         return True
     if "uuid" in record and "parentUuid" in record:
         return True
     return record.get("type") == "file-history-snapshot" and "messageId" in record
+
+
+def _is_one_of(value: Any, names: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in names
 
 
 def from_claude_code(
@@ -211,10 +216,12 @@ def _read_assistant(
             builder.thought(thinking, source=source)
         elif kind in ("tool_use", "server_tool_use"):
             call_id = block.get("id")
+            name, server = mcp_tool(expect_str(block.get("name"), at(where, "name")))
             builder.tool_call(
-                expect_str(block.get("name"), at(where, "name")),
+                name,
                 parse_arguments(block.get("input"), at(where, "input")),
                 call_id=call_id if isinstance(call_id, str) else None,
+                mcp_server=server,
                 source=source,
             )
         elif kind.endswith("tool_result"):

@@ -7,7 +7,8 @@ Each line is ``{timestamp, type, payload}``; a rollout file is one session: one 
 - ``turn_context``: the first ``model`` → ``kp_import.model``;
 - ``response_item`` (Responses API items): ``reasoning`` summary text → thought (its
   ``encrypted_content`` is dropped); assistant ``message`` → thought; ``function_call`` →
-  tool_call (``arguments`` parsed from JSON), ``custom_tool_call`` → tool_call with
+  tool_call (``arguments`` parsed from JSON; ``mcp__<server>__<tool>`` → ``<tool>`` with
+  ``tool.mcp_server``), ``custom_tool_call`` → tool_call with
   ``input = {"input": text}``, ``local_shell_call`` → tool_call ``shell``, other ``*_call``
   items → tool_call named after the item type; ``*_call_output`` → observation matched by
   ``call_id``;
@@ -33,7 +34,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import Entry, default_objective, entries_of
-from ._harness_text import OBJECTIVE_FROM, exit_code_of, mapping, starts_with_any
+from ._harness_text import OBJECTIVE_FROM, exit_code_of, mapping, mcp_tool, starts_with_any
 from ._options import ImportOptions, resolve_options
 from ._values import (
     at,
@@ -68,7 +69,8 @@ def is_codex_line(record: Any) -> bool:
     """Whether a record is a line of a Codex CLI rollout file."""
     return (
         isinstance(record, Mapping)
-        and record.get("type") in _LINE_TYPES
+        and isinstance(record.get("type"), str)
+        and record["type"] in _LINE_TYPES
         and isinstance(record.get("payload"), Mapping)
         and "role" not in record
     )
@@ -168,10 +170,12 @@ def _read_item(
         if isinstance(item.get("content"), list):
             builder.thought(content_text(item["content"]))
     elif kind == "function_call":
+        name, server = mcp_tool(expect_str(item.get("name"), at(where, "name")))
         builder.tool_call(
-            expect_str(item.get("name"), at(where, "name")),
+            name,
             parse_arguments(item.get("arguments"), at(where, "arguments"), lenient=True),
             call_id=call_id,
+            mcp_server=server,
         )
     elif kind == "custom_tool_call":
         raw = item.get("input")

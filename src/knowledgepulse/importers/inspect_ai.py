@@ -80,6 +80,10 @@ def from_inspect(
     if not isinstance(log.get("eval"), Mapping):
         raise ConversionError("eval", "expected an Inspect AI log (no 'eval' object)")
     samples = expect_list(log.get("samples") or [], "samples")
+    if not samples:
+        raise ConversionError(
+            "samples", "the log holds no samples (a log written without them has only its header)"
+        )
     traces: list[ReasoningTrace] = []
     errors: list[ConversionError] = []
     for index, sample in enumerate(samples):

@@ -30,7 +30,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import Entry, default_objective, entries_of
-from ._harness_text import OBJECTIVE_FROM, mapping
+from ._harness_text import OBJECTIVE_FROM, list_of, mapping
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -71,7 +71,8 @@ def is_openhands_event(record: Any) -> bool:
     """Whether a record is an OpenHands event (an element of a trajectory list)."""
     return (
         isinstance(record, Mapping)
-        and record.get("source") in _SOURCES
+        and isinstance(record.get("source"), str)
+        and record["source"] in _SOURCES
         and ("action" in record or "observation" in record)
         and "id" in record
     )
@@ -202,8 +203,8 @@ def _call_arguments(metadata: Mapping[str, Any], call_id: str | None) -> dict[st
     """The arguments the model gave the call (``model_response``), when the event keeps them:
     the tool's real input, where ``args`` holds the action OpenHands made of it."""
     response = mapping(metadata.get("model_response"))
-    for choice in response.get("choices") or []:
-        for call in mapping(mapping(choice).get("message")).get("tool_calls") or []:
+    for choice in list_of(response.get("choices")):
+        for call in list_of(mapping(mapping(choice).get("message")).get("tool_calls")):
             call = mapping(call)
             if call_id is not None and call.get("id") != call_id:
                 continue

@@ -28,7 +28,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import OBJECTIVE_FROM, mapping
+from ._harness_text import OBJECTIVE_FROM, list_of, mapping
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -65,9 +65,11 @@ def from_tau2(
     options = resolve_options(options, overrides)
     results = expect_dict(record, "")
     simulations = expect_list(results.get("simulations"), "simulations")
+    if not simulations:
+        raise ConversionError("simulations", "the results hold no simulations")
     tasks = {
         str(task.get("id")): task
-        for task in results.get("tasks") or []
+        for task in list_of(results.get("tasks"))
         if isinstance(task, Mapping)
     }
     domain = mapping(mapping(results.get("info")).get("environment_info")).get("domain_name")
@@ -135,7 +137,7 @@ def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> Non
         role = expect_str(message.get("role"), at(where, "role"))
         text = content_text(message.get("content"))
         if role == "assistant":
-            for block in mapping(message.get("raw_data")).get("thinking_blocks") or []:
+            for block in list_of(mapping(message.get("raw_data")).get("thinking_blocks")):
                 if isinstance(block, Mapping) and isinstance(block.get("thinking"), str):
                     builder.thought(block["thinking"])
             builder.thought(text)
