@@ -247,7 +247,9 @@ def test_claude_code_lines_are_one_unit_and_problems_name_their_line(tmp_path: P
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     [unit] = list(read_traces_from_paths([str(path)], "auto"))
     assert unit.format == "claude-code"
-    assert [r.line for r in unit.records] == [1, 2, 3]
+    # One run, one record (located at its first line), holding every line.
+    [record] = unit.records
+    assert (record.line, record.index, len(record.data)) == (1, None, 3)
     assert unit.problems == ["line 3: message.content: expected an array, got a number"]
 
 
@@ -541,7 +543,8 @@ def test_openhands_list_is_one_record_unit_with_element_locations(tmp_path: Path
     ]
     path.write_text(json.dumps(events), encoding="utf-8")
     [unit] = list(read_traces_from_paths([str(path)], "openhands"))
-    assert [r.index for r in unit.records] == [0, 1, 2]
+    [record] = unit.records
+    assert record.data == events
     assert unit.problems == ["[1]: expected an object, got a string"]
 
 
@@ -600,6 +603,26 @@ def test_tau2_error_tool_message_reward_and_ground_truth() -> None:
     assert steps(trace)[3]["content"] == "Thanks"
 
 
+def test_tau2_each_simulation_is_a_record_rejected_on_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {
+        "task_id": "1",
+        "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    }
+    broken = {"task_id": "2", "messages": [{"role": 5}]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"info": {}, "tasks": [], "simulations": [good, broken]}))
+    units = list(read_traces_from_paths([str(path)], "auto"))
+    assert [(u.records[0].index, len(u.traces), u.problems) for u in units] == [
+        (0, 1, []),
+        (1, 0, ["simulations[1].messages[0].role: expected a string, got a number"]),
+    ]
+    out = tmp_path / "out.jsonl"
+    assert main(["import", str(path), "--from", "auto", "-o", str(out)]) == 1
+    assert "records in: 2 = processed 1 + rejected 1; traces written: 1" in capsys.readouterr().err
+
+
 def test_tau2_broken_simulation_is_named_by_its_index() -> None:
     results = {"tasks": [], "simulations": [{"task_id": "1", "messages": [{"role": 5}]}]}
     with pytest.raises(ConversionError) as info:
@@ -631,6 +654,13 @@ def test_an_eval_archive_given_to_kp_score_as_traces_says_how_to_read_it(
     err = capsys.readouterr().err
     assert err.count("this is an Inspect AI log (.eval, a zip archive)") == 1
     assert "--from inspect" in err
+
+
+@pytest.mark.parametrize("fixture", HARNESS_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_accounting_counts_runs(fixture: Path) -> None:
+    units = list(read_traces_from_paths([str(fixture)], "auto"))
+    runs = sum(len(unit.traces) for unit in units)
+    assert sum(len(unit.records) for unit in units) == runs
 
 
 def test_a_directory_scan_reads_traj_and_eval_files(

@@ -15,15 +15,16 @@ from ._entries import Entry
 from ._options import ImportOptions
 from .claude_code import claude_code_traces, from_claude_code, is_claude_code_entry
 from .codex import codex_traces, from_codex, is_codex_line
-from .inspect_ai import from_inspect, is_inspect_log
+from .inspect_ai import from_inspect, inspect_runs, is_inspect_log
 from .openhands import from_openhands, is_openhands_event, is_openhands_output, openhands_traces
 from .swe_agent import from_mini_swe_agent, from_swe_agent, is_mini_swe_agent, is_swe_agent
-from .tau2 import from_tau2, is_tau2_results
+from .tau2 import from_tau2, is_tau2_results, tau2_runs
 
 __all__ = [
     "FILE_FORMATS",
     "HARNESS_CONVERTERS",
     "HARNESS_DESCRIPTIONS",
+    "RUN_FORMATS",
     "detect_harness_format",
 ]
 
@@ -55,6 +56,16 @@ FILE_FORMATS: dict[str, Callable[[list[Entry], ImportOptions], list[ReasoningTra
     "claude-code": claude_code_traces,
     "codex": codex_traces,
     "openhands": openhands_traces,
+}
+
+
+#: Formats whose one record holds several runs: name → each run's data with its converter (a
+#: run converts or is rejected on its own, and counts as one record).
+RUN_FORMATS: dict[
+    str, Callable[[Any, ImportOptions], list[tuple[Any, Callable[[], ReasoningTrace]]]]
+] = {
+    "inspect": inspect_runs,
+    "tau2": tau2_runs,
 }
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from knowledgepulse._io import InputRecord
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError, ValidationProblem
 
-from ._harness import FILE_FORMATS
+from ._harness import FILE_FORMATS, RUN_FORMATS
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
 from ._values import ConversionError, at
@@ -159,7 +159,11 @@ class _Stream:
             yield Conversion(parts, [], errors, self.fmt)
             return
         data = [record.data for record in parts]
-        yield self._convert(parts, data, self._format_of(data))
+        name = self._format_of(data)
+        if name == "mini-swe-agent":
+            # A trajectory saved as its bare message list: one run, one record.
+            parts = [_run_record(parts)]
+        yield self._convert(parts, data, name)
 
     def _single(self, record: InputRecord) -> Iterator[Conversion]:
         if record.error is not None:
@@ -172,7 +176,27 @@ class _Stream:
         if name in _GROUPED_FORMATS or name in FILE_FORMATS:
             self.grouped.append((name, record))
             return
+        if name in RUN_FORMATS:
+            yield from self._runs(record, name)
+            return
         yield self._convert([record], record.data, name)
+
+    def _runs(self, record: InputRecord, name: str) -> Iterator[Conversion]:
+        """A record holding several runs (an Inspect log's samples, tau2's simulations): one
+        unit per run, each counted as a record of its own (its position as ``index``)."""
+        try:
+            runs = RUN_FORMATS[name](record.data, self.options)
+        except (ConversionError, TraceValidationError) as exc:
+            yield Conversion([record], [], [str(p) for p in exc.problems], name)
+            return
+        for index, (data, convert_run) in enumerate(runs):
+            run = InputRecord(record.source, record.line, data=data, index=index)
+            try:
+                trace = convert_run()
+            except (ConversionError, TraceValidationError) as exc:
+                yield Conversion([run], [], [str(p) for p in exc.problems], name)
+                continue
+            yield Conversion([run], [trace], [], name)
 
     def _format_of(self, data: Any) -> str | None:
         return detect_format(data) if self.fmt == AUTO_FORMAT else self.fmt
@@ -212,6 +236,8 @@ class _Stream:
         for name, unit in units:
             members = [records[n] for n in unit.positions]
             problems = _render(unit.errors, members)
+            if name in FILE_FORMATS:
+                members = [_run_record(members)]
             yield Conversion(members, unit.traces, problems, name)
 
     def _file_unit(self, name: str, records: list[InputRecord], positions: list[int]) -> _Unit:
@@ -341,6 +367,15 @@ class _Units:
         for n in self._parent:
             self.of(n).positions.append(n)
         return list(self._units.values())
+
+
+def _run_record(members: list[InputRecord]) -> InputRecord:
+    """The records of one run written as many (a session file's lines, a trajectory's
+    events) as the one record they are: located where the first is, holding them all."""
+    if len(members) == 1:
+        return members[0]
+    first = members[0]
+    return InputRecord(first.source, first.line, data=[member.data for member in members])
 
 
 def _prefix(record: InputRecord) -> str:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from knowledgepulse._schema import ReasoningTrace
@@ -51,6 +52,7 @@ from ._values import (
 __all__ = [
     "EvalArchiveSample",
     "from_inspect",
+    "inspect_runs",
     "inspect_sample_trace",
     "is_inspect_log",
     "read_eval_archive",
@@ -76,6 +78,23 @@ def from_inspect(
     """The traces of an Inspect AI log: one per sample and epoch. Raises
     :class:`ConversionError` listing every broken sample (``samples[3].messages[2]...``)."""
     options = resolve_options(options, overrides)
+    traces: list[ReasoningTrace] = []
+    errors: list[ConversionError] = []
+    for _, convert_run in inspect_runs(record, options):
+        try:
+            traces.append(convert_run())
+        except ConversionError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConversionError.merged(errors)
+    return traces
+
+
+def inspect_runs(
+    record: Any, options: ImportOptions
+) -> list[tuple[Any, Callable[[], ReasoningTrace]]]:
+    """Each sample (and epoch) of a log with its converter. Raises :class:`ConversionError` when the
+    record is no log or holds no samples."""
     log = expect_dict(record, "")
     if not isinstance(log.get("eval"), Mapping):
         raise ConversionError("eval", "expected an Inspect AI log (no 'eval' object)")
@@ -84,16 +103,10 @@ def from_inspect(
         raise ConversionError(
             "samples", "the log holds no samples (a log written without them has only its header)"
         )
-    traces: list[ReasoningTrace] = []
-    errors: list[ConversionError] = []
-    for index, sample in enumerate(samples):
-        try:
-            traces.append(inspect_sample_trace(log, sample, at("samples", index), options))
-        except ConversionError as exc:
-            errors.append(exc)
-    if errors:
-        raise ConversionError.merged(errors)
-    return traces
+    return [
+        (sample, partial(inspect_sample_trace, log, sample, at("samples", index), options))
+        for index, sample in enumerate(samples)
+    ]
 
 
 def inspect_sample_trace(

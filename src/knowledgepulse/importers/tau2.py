@@ -20,7 +20,8 @@ simulation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from knowledgepulse._io import json_type_name
@@ -41,7 +42,7 @@ from ._values import (
     parse_timestamp,
 )
 
-__all__ = ["from_tau2", "is_tau2_results"]
+__all__ = ["from_tau2", "is_tau2_results", "tau2_runs"]
 
 FORMAT = "tau2"
 SUCCESS_THRESHOLD = 1.0
@@ -63,6 +64,23 @@ def from_tau2(
     """The traces of a tau2-bench results object: one per simulation. Raises
     :class:`ConversionError` listing every broken simulation."""
     options = resolve_options(options, overrides)
+    traces: list[ReasoningTrace] = []
+    errors: list[ConversionError] = []
+    for _, convert_run in tau2_runs(record, options):
+        try:
+            traces.append(convert_run())
+        except ConversionError as exc:
+            errors.append(exc)
+    if errors:
+        raise ConversionError.merged(errors)
+    return traces
+
+
+def tau2_runs(
+    record: Any, options: ImportOptions
+) -> list[tuple[Any, Callable[[], ReasoningTrace]]]:
+    """Each simulation of a results object with its converter (each run converts, or fails,
+    on its own). Raises :class:`ConversionError` when the object holds no simulations."""
     results = expect_dict(record, "")
     simulations = expect_list(results.get("simulations"), "simulations")
     if not simulations:
@@ -73,17 +91,10 @@ def from_tau2(
         if isinstance(task, Mapping)
     }
     domain = mapping(mapping(results.get("info")).get("environment_info")).get("domain_name")
-    traces: list[ReasoningTrace] = []
-    errors: list[ConversionError] = []
-    for index, raw in enumerate(simulations):
-        path = at("simulations", index)
-        try:
-            traces.append(_simulation(raw, path, tasks, domain, options))
-        except ConversionError as exc:
-            errors.append(exc)
-    if errors:
-        raise ConversionError.merged(errors)
-    return traces
+    return [
+        (raw, partial(_simulation, raw, at("simulations", index), tasks, domain, options))
+        for index, raw in enumerate(simulations)
+    ]
 
 
 def _simulation(
