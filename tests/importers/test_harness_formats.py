@@ -253,6 +253,36 @@ def test_claude_code_lines_are_one_unit_and_problems_name_their_line(tmp_path: P
     assert unit.problems == ["line 3: message.content: expected an array, got a number"]
 
 
+def test_claude_code_subagent_file_is_its_own_run_with_its_own_id(tmp_path: Path) -> None:
+    session = tmp_path / "s-1.jsonl"
+    session.write_text(
+        json.dumps(_cc("user", "u1", "Survey the repo"))
+        + "\n"
+        + json.dumps(_cc("assistant", "a22", [{"type": "text", "text": "Asking a subagent."}]))
+        + "\n",
+        encoding="utf-8",
+    )
+    agent = tmp_path / "s-1" / "subagents" / "agent-x1.jsonl"
+    agent.parent.mkdir(parents=True)
+    side = {"isSidechain": True, "agentId": "x1"}
+    agent.write_text(
+        json.dumps(_cc("user", "u3", "List src/", **side))
+        + "\n"
+        + json.dumps(_cc("assistant", "a44", [{"type": "text", "text": "src/ has a.py"}], **side))
+        + "\n",
+        encoding="utf-8",
+    )
+    traces = [
+        t.to_dict() for u in read_traces_from_paths([str(tmp_path)], "auto") for t in u.traces
+    ]
+    assert [(t["id"], t["task"]["objective"]) for t in traces] == [
+        ("kp:trace:claude-code:s-1", "Survey the repo"),
+        ("kp:trace:claude-code:s-1:agent-x1", "List src/"),
+    ]
+    assert traces[1]["metadata"]["kp_import"]["parent_session"] == "s-1"
+    assert "source" not in traces[1]["steps"][0]
+
+
 # -- Codex -----------------------------------------------------------------------------------
 
 

@@ -19,7 +19,9 @@ sessions in one stream are one trace per ``sessionId``).
 - sidechain lines (``isSidechain: true``: a subagent started by the ``Task`` tool) are steps
   marked ``"source": "subagent"``, placed by timestamp inside the parent's run (the
   subagents' ``agentId`` values → ``kp_import.subagents``); the subagent's prompt is an
-  observation, not a user turn;
+  observation, not a user turn. A subagent's own file (``subagents/agent-<id>.jsonl``, only
+  sidechain lines) is the subagent's run: its prompt is the objective (``subagent prompt``),
+  its id ``<sessionId>:agent-<agentId>`` (``kp_import.parent_session``, ``agent_id``);
 - ``sessionId`` → source id; the earliest ``timestamp`` → ``created_at``; the first
   assistant ``model``, ``cwd``, ``version`` and ``gitBranch`` → ``kp_import``;
 - ``result_summary``: the main chain's last assistant text.
@@ -125,6 +127,10 @@ def claude_code_traces(entries: list[Entry], options: ImportOptions) -> list[Rea
 
 def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
     builder = TraceBuilder(FORMAT)
+    turns = [data for data, _ in entries if data.get("type") in ("user", "assistant")]
+    # A subagent's own file (subagents/agent-<id>.jsonl): only sidechain lines. Its run is the
+    # subagent's: its prompt is the objective and its id is not the parent session's.
+    subagent_file = bool(turns) and all(data.get("isSidechain") is True for data in turns)
     context: list[str] = []
     summary: str | None = None
     last_main_text: str | None = None
@@ -144,8 +150,8 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
             continue
         where = at(label, "message")
         message = expect_dict(data.get("message"), where)
-        source = _subagent(data)
-        if source is not None and isinstance(data.get("agentId"), str):
+        source = None if subagent_file else _subagent(data)
+        if data.get("isSidechain") is True and isinstance(data.get("agentId"), str):
             agents.add(data["agentId"])
         if kind == "assistant":
             if isinstance(message.get("model"), str):
@@ -157,10 +163,15 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
             _read_user(builder, data, message, where, source, context)
     if context:
         builder.info["context"] = context
-    if agents:
+    if subagent_file:
+        builder.info["parent_session"] = builder.source_id
+        agent = sorted(agents)[0] if agents else str(turns[0].get("uuid"))
+        builder.source_id = f"{builder.source_id}:agent-{agent}"
+        builder.agent_id = agent
+    elif agents:
         builder.info["subagents"] = sorted(agents)
     if builder.objective is not None:
-        builder.info[OBJECTIVE_FROM] = "user prompt"
+        builder.info[OBJECTIVE_FROM] = "subagent prompt" if subagent_file else "user prompt"
     default_objective(builder, summary, "summary")
     default_objective(builder, f"Claude Code session {builder.source_id}", "session id")
     if last_main_text is not None:
@@ -260,7 +271,7 @@ def _read_user(
     if not text.strip():
         return
     if source is not None:
-        # The parent agent's instructions to its subagent: part of the run, not a user turn.
+        # The parent agent's instructions to its subagent: part of its run, not a user turn.
         builder.steps.append(RawStep("observation", content=scrub_text(text), source=source))
         return
     prompt = strip_blocks(text, _CONTEXT_TAGS)
