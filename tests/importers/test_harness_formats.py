@@ -272,9 +272,8 @@ def test_claude_code_subagent_file_is_its_own_run_with_its_own_id(tmp_path: Path
         + "\n",
         encoding="utf-8",
     )
-    traces = [
-        t.to_dict() for u in read_traces_from_paths([str(tmp_path)], "auto") for t in u.traces
-    ]
+    units = read_traces_from_paths([str(tmp_path)], "auto")
+    traces = sorted((t.to_dict() for u in units for t in u.traces), key=lambda t: t["id"])
     assert [(t["id"], t["task"]["objective"]) for t in traces] == [
         ("kp:trace:claude-code:s-1", "Survey the repo"),
         ("kp:trace:claude-code:s-1:agent-x1", "List src/"),
