@@ -376,6 +376,38 @@ def test_codex_marks_a_non_zero_exit_code_as_a_failure(
     assert steps(trace)[1].get("is_error", False) is failed
 
 
+def test_codex_rollout_from_before_september_2025_is_read_too(tmp_path: Path) -> None:
+    # The bare format, as codex-cli wrote it until September 2025 (lines written from the
+    # format's description in public rollout readers; no such file was found public).
+    lines = [
+        {"id": "cccc", "timestamp": "2025-09-02T17:17:41.762Z", "instructions": None},
+        {"record_type": "state"},
+        _user_item("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"),
+        _user_item("Why is the build slow?"),
+        {
+            "type": "function_call",
+            "name": "shell",
+            "call_id": "c1",
+            "arguments": '{"command":["make"]}',
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": '{"output":"ok","metadata":{"exit_code":0}}',
+        },
+        {"record_type": "state"},
+    ]
+    path = tmp_path / "rollout-2025-09-02T17-17-41-cccc.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    [unit] = list(read_traces_from_paths([str(path)], "auto"))
+    assert (unit.format, unit.problems) == ("codex", [])
+    [trace] = unit.traces
+    data = trace.to_dict()
+    assert data["id"] == "kp:trace:codex:cccc"
+    assert data["task"]["objective"] == "Why is the build slow?"
+    assert [s["type"] for s in data["steps"]] == ["tool_call", "observation"]
+
+
 # -- Inspect AI ------------------------------------------------------------------------------
 
 

@@ -170,9 +170,8 @@ class _Stream:
             yield Conversion([record], [], [record.error], self.fmt)
             return
         name = self._format_of(record.data)
-        if name is None and self.fmt == AUTO_FORMAT and self.grouped:
-            # A line of a kind the detection does not know, inside a session file: the session's.
-            name = next((fmt for fmt, _ in reversed(self.grouped) if fmt in FILE_FORMATS), None)
+        if self.fmt == AUTO_FORMAT and self.grouped:
+            name = self._in_session(name)
         if name in _GROUPED_FORMATS or name in FILE_FORMATS:
             self.grouped.append((name, record))
             return
@@ -180,6 +179,14 @@ class _Stream:
             yield from self._runs(record, name)
             return
         yield self._convert([record], record.data, name)
+
+    def _in_session(self, name: str | None) -> str | None:
+        """Inside a session file, a line of a kind the detection does not know is the
+        session's, and so are a pre-2025-09 Codex rollout's bare Responses items."""
+        session = next((fmt for fmt, _ in reversed(self.grouped) if fmt in FILE_FORMATS), None)
+        if name is None or (session == "codex" and name in ("openai-responses", "openai")):
+            return session
+        return name
 
     def _runs(self, record: InputRecord, name: str) -> Iterator[Conversion]:
         """A record holding several runs (an Inspect log's samples, tau2's simulations): one

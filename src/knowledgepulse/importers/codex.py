@@ -1,6 +1,9 @@
 """Codex CLI session rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) → ReasoningTrace.
 
 Each line is ``{timestamp, type, payload}``; a rollout file is one session: one trace.
+Rollouts written before September 2025 open with a bare header ``{id, timestamp,
+instructions, git}`` and hold bare Responses items and ``{"record_type": "state"}`` markers
+(skipped): they are read the same way.
 
 - ``session_meta``: ``payload.id`` → source id; ``cwd``, ``cli_version``, ``originator``,
   ``model_provider`` → ``kp_import``; ``instructions``/``base_instructions`` are dropped;
@@ -66,10 +69,17 @@ _PREAMBLES = (
 
 
 def is_codex_line(record: Any) -> bool:
-    """Whether a record is a line of a Codex CLI rollout file."""
+    """Whether a record is a line of a Codex CLI rollout file: an envelope
+    ``{timestamp, type, payload}``, or (rollouts before September 2025) the header
+    ``{id, timestamp, instructions}`` or a ``{"record_type": "state"}`` marker."""
+    if not isinstance(record, Mapping):
+        return False
+    if "type" not in record and "role" not in record:
+        if record.get("record_type") == "state":
+            return True
+        return "instructions" in record and "id" in record and "timestamp" in record
     return (
-        isinstance(record, Mapping)
-        and isinstance(record.get("type"), str)
+        isinstance(record.get("type"), str)
         and record["type"] in _LINE_TYPES
         and isinstance(record.get("payload"), Mapping)
         and "role" not in record
@@ -88,6 +98,11 @@ def codex_traces(entries: list[Entry], options: ImportOptions) -> list[Reasoning
     lines = []
     for data, label in entries:
         line = expect_dict(data, label)
+        if "payload" not in line and "type" not in line and "instructions" in line:
+            line = {"type": "session_meta", "payload": line}  # the pre-2025-09 header
+        elif "payload" not in line and isinstance(line.get("type"), str):
+            # Before September 2025, items were written bare, without the envelope.
+            line = {"type": "response_item", "payload": line}
         lines.append((line, label, mapping(line.get("payload"))))
     typed = [
         payload
