@@ -609,6 +609,32 @@ def test_openhands_list_is_one_record_unit_with_element_locations(tmp_path: Path
     assert unit.problems == ["[1]: expected an object, got a string"]
 
 
+def test_openhands_evaluation_output_lines_are_a_run_each(tmp_path: Path) -> None:
+    def line(instance: str) -> dict[str, Any]:
+        return {
+            "instance_id": instance,
+            "instruction": f"Fix {instance}",
+            "history": [
+                _oh(0, "user", action="message", args={"content": f"Fix {instance}"}),
+                _oh(1, "agent", action="run", args={"command": "make", "thought": "Build."}),
+                _oh(2, "agent", observation="run", cause=1, content="ok", extras={"exit_code": 0}),
+            ],
+            "test_result": {"resolved": True},
+        }
+
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(line(i)) + "\n" for i in ("a-1", "b-2")), encoding="utf-8")
+    units = list(read_traces_from_paths([str(path)], "auto"))
+    assert [(u.format, len(u.records), [t.id for t in u.traces]) for u in units] == [
+        ("openhands", 1, ["kp:trace:openhands:a-1"]),
+        ("openhands", 1, ["kp:trace:openhands:b-2"]),
+    ]
+    data = units[0].traces[0].to_dict()
+    assert data["task"]["objective"] == "Fix a-1"
+    assert data["metadata"]["kp_import"]["objective_from"] == "instruction"
+    assert [s["type"] for s in data["steps"]] == ["thought", "tool_call", "observation"]
+
+
 # -- tau2-bench ------------------------------------------------------------------------------
 
 

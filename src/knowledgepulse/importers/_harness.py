@@ -26,6 +26,7 @@ __all__ = [
     "HARNESS_DESCRIPTIONS",
     "RUN_FORMATS",
     "detect_harness_format",
+    "is_run_part",
 ]
 
 Converter = Callable[[Any, "ImportOptions | None"], list[ReasoningTrace]]
@@ -57,6 +58,12 @@ FILE_FORMATS: dict[str, Callable[[list[Entry], ImportOptions], list[ReasoningTra
     "codex": codex_traces,
     "openhands": openhands_traces,
 }
+
+
+def is_run_part(name: str, record: Any) -> bool:
+    """Whether a record of a :data:`FILE_FORMATS` format is a part of its file's run (a line,
+    an event), not a run of its own (an OpenHands evaluation output line)."""
+    return name in FILE_FORMATS and not (name == "openhands" and is_openhands_output(record))
 
 
 #: Formats whose one record holds several runs: name → each run's data with its converter (a

@@ -23,7 +23,7 @@ from typing import Any
 from knowledgepulse._io import InputRecord
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError, ValidationProblem
 
-from ._harness import FILE_FORMATS, RUN_FORMATS
+from ._harness import FILE_FORMATS, RUN_FORMATS, is_run_part
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
 from ._values import ConversionError, at
@@ -172,7 +172,7 @@ class _Stream:
         name = self._format_of(record.data)
         if self.fmt == AUTO_FORMAT and self.grouped:
             name = self._in_session(name)
-        if name in _GROUPED_FORMATS or name in FILE_FORMATS:
+        if name in _GROUPED_FORMATS or (name is not None and is_run_part(name, record.data)):
             self.grouped.append((name, record))
             return
         if name in RUN_FORMATS:
