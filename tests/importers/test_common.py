@@ -289,6 +289,7 @@ def test_registry() -> None:
         "mini-swe-agent",
         "openhands",
         "tau2",
+        "harbor-traces",
     }
     for name, importer in FORMATS.items():
         assert importer.name == name

@@ -49,6 +49,7 @@ FORMAT_DIRS = {
     "mini_swe_agent": "mini-swe-agent",
     "openhands": "openhands",
     "tau2": "tau2",
+    "harbor_traces": "harbor-traces",
 }
 HARNESS_FIXTURES = sorted(
     path

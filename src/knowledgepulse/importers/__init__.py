@@ -1,7 +1,7 @@
 """Import agent logs as ReasoningTraces: OpenAI, Anthropic, Gemini, Bedrock, OpenTelemetry
 (with the Vercel AI SDK), OpenAI Agents SDK, Langfuse, LangSmith and ATIF, and the agent
-harnesses' own logs: Claude Code, Codex CLI, Inspect AI, SWE-agent, mini-SWE-agent, OpenHands
-and tau2-bench (one module each; see ``docs/importers.md``).
+harnesses' own logs: Claude Code, Codex CLI, Inspect AI, SWE-agent, mini-SWE-agent, OpenHands,
+tau2-bench and Harbor's traces export (one module each; see ``docs/importers.md``).
 
 One module per format, one public function each (:func:`from_openai`, :func:`from_anthropic`,
 :func:`from_gemini`, :func:`from_bedrock`, :func:`from_otel`, :func:`from_openai_agents`,
@@ -36,6 +36,7 @@ from .bedrock import from_bedrock
 from .claude_code import from_claude_code
 from .codex import from_codex
 from .gemini import from_gemini
+from .harbor_traces import from_harbor_traces
 from .inspect_ai import from_inspect
 from .langfuse import from_langfuse
 from .langsmith import from_langsmith
@@ -62,6 +63,7 @@ __all__ = [
     "from_claude_code",
     "from_codex",
     "from_gemini",
+    "from_harbor_traces",
     "from_inspect",
     "from_langfuse",
     "from_langsmith",

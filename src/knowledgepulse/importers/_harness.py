@@ -15,6 +15,7 @@ from ._entries import Entry
 from ._options import ImportOptions
 from .claude_code import claude_code_traces, from_claude_code, is_claude_code_entry
 from .codex import codex_traces, from_codex, is_codex_line
+from .harbor_traces import from_harbor_traces, is_harbor_trace_row
 from .inspect_ai import from_inspect, inspect_runs, is_inspect_log
 from .openhands import from_openhands, is_openhands_event, is_openhands_output, openhands_traces
 from .swe_agent import from_mini_swe_agent, from_swe_agent, is_mini_swe_agent, is_swe_agent
@@ -40,6 +41,7 @@ HARNESS_DESCRIPTIONS: dict[str, str] = {
     "mini-swe-agent": "mini-SWE-agent trajectories (.traj.json)",
     "openhands": "OpenHands trajectories (event lists) and evaluation output lines",
     "tau2": "tau2-bench results (one trace per simulation)",
+    "harbor-traces": "Harbor 'traces export' rows (one trace per row)",
 }
 HARNESS_CONVERTERS: dict[str, Converter] = {
     "claude-code": from_claude_code,
@@ -49,6 +51,7 @@ HARNESS_CONVERTERS: dict[str, Converter] = {
     "mini-swe-agent": from_mini_swe_agent,
     "openhands": from_openhands,
     "tau2": from_tau2,
+    "harbor-traces": from_harbor_traces,
 }
 
 #: Formats whose records of one source file are one run: name → the converter of a unit's
@@ -96,4 +99,6 @@ def detect_harness_format(items: list[Any]) -> str | None:
         return "mini-swe-agent"
     if is_openhands_event(first) or is_openhands_output(first):
         return "openhands"
+    if is_harbor_trace_row(first):
+        return "harbor-traces"
     return None

@@ -112,6 +112,8 @@ def from_claude_code(
 
 def claude_code_traces(entries: list[Entry], options: ImportOptions) -> list[ReasoningTrace]:
     """One trace per ``sessionId`` among ``entries`` (in order of first appearance)."""
+    if not entries:
+        raise ConversionError("", "expected the lines of a Claude Code session, got none")
     sessions: dict[str, list[Entry]] = {}
     for data, label in entries:
         if not isinstance(data, Mapping):
