@@ -43,6 +43,7 @@ from ._entries import Entry, default_objective, entries_of, first_str
 from ._harness_text import OBJECTIVE_FROM, mcp_tool, starts_with_any, strip_blocks
 from ._options import ImportOptions, resolve_options
 from ._values import (
+    ConversionError,
     at,
     content_text,
     expect_dict,
