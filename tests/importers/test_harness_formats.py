@@ -831,3 +831,9 @@ def test_a_record_whose_type_is_not_text_is_rejected_not_an_internal_error(
     err = capsys.readouterr().err
     assert "internal error" not in err
     assert "could not detect the format" in err
+
+
+@pytest.mark.parametrize("name", sorted(set(FORMAT_DIRS.values())))
+def test_an_empty_list_is_a_problem_for_every_harness_format(name: str) -> None:
+    with pytest.raises(ConversionError):
+        convert(name, [])
