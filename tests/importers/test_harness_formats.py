@@ -837,3 +837,27 @@ def test_a_record_whose_type_is_not_text_is_rejected_not_an_internal_error(
 def test_an_empty_list_is_a_problem_for_every_harness_format(name: str) -> None:
     with pytest.raises(ConversionError):
         convert(name, [])
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("claude-code", "not a Claude Code session"),
+        ("codex", "not a Codex rollout"),
+        ("inspect", "expected an Inspect AI log"),
+        ("swe-agent", "not a SWE-agent trajectory"),
+        ("mini-swe-agent", "expected a mini-SWE-agent trajectory"),
+        ("openhands", "not an OpenHands trajectory"),
+        ("tau2", "not tau2-bench results"),
+        ("harbor-traces", "not a Harbor traces-export row"),
+    ],
+)
+def test_naming_the_wrong_format_says_the_file_is_not_that_format(
+    name: str, message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Not "no user message ... (pass objective=...)": the user named a format the file is not.
+    chat = DATA / "openai_chat.json"
+    assert main(["import", str(chat), "--from", name, "-o", str(tmp_path / "o.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert "pass objective" not in err

@@ -115,6 +115,10 @@ def claude_code_traces(entries: list[Entry], options: ImportOptions) -> list[Rea
     """One trace per ``sessionId`` among ``entries`` (in order of first appearance)."""
     if not entries:
         raise ConversionError("", "expected the lines of a Claude Code session, got none")
+    if not any(is_claude_code_entry(data) for data, _ in entries):
+        raise ConversionError(
+            "", "not a Claude Code session: no line is a {type, uuid, sessionId, message} entry"
+        )
     sessions: dict[str, list[Entry]] = {}
     for data, label in entries:
         if not isinstance(data, Mapping):

@@ -40,6 +40,7 @@ from ._entries import Entry, default_objective, entries_of
 from ._harness_text import OBJECTIVE_FROM, exit_code_of, mapping, mcp_tool, starts_with_any
 from ._options import ImportOptions, resolve_options
 from ._values import (
+    ConversionError,
     at,
     content_text,
     expect_dict,
@@ -94,6 +95,10 @@ def from_codex(
 
 
 def codex_traces(entries: list[Entry], options: ImportOptions) -> list[ReasoningTrace]:
+    if not any(is_codex_line(data) for data, _ in entries):
+        raise ConversionError(
+            "", "not a Codex rollout: no line is a {timestamp, type, payload} rollout line"
+        )
     builder = TraceBuilder(FORMAT)
     lines = []
     for data, label in entries:

@@ -79,6 +79,8 @@ def from_harbor_traces(
 
 def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
     row = expect_dict(raw, path)
+    if "conversations" not in row:
+        raise ConversionError(path, "not a Harbor traces-export row: no 'conversations'")
     builder = TraceBuilder(FORMAT)
     parts = [str(row.get(key)) for key in ("run_id", "trial_name", "episode") if row.get(key)]
     builder.source_id = ":".join(parts) or None

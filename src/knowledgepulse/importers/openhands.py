@@ -104,6 +104,11 @@ def openhands_traces(entries: list[Entry], options: ImportOptions) -> list[Reaso
     outputs = [(data, label) for data, label in entries if is_openhands_output(data)]
     if outputs:
         return [_output_trace(data, label, options) for data, label in outputs]
+    if not any(is_openhands_event(data) for data, _ in entries):
+        raise ConversionError(
+            "",
+            "not an OpenHands trajectory: no element is an event {id, source, action|observation}",
+        )
     builder = TraceBuilder(FORMAT)
     _read_events(builder, entries)
     default_objective(builder, "OpenHands trajectory", "format name")

@@ -136,6 +136,8 @@ def from_swe_agent(
     """The trace of a SWE-agent ``.traj`` trajectory."""
     options = resolve_options(options, overrides)
     traj = expect_dict(record, "")
+    if "trajectory" not in traj:
+        raise ConversionError("", "not a SWE-agent trajectory: no 'trajectory'")
     builder = TraceBuilder("swe-agent")
     info = mapping(traj.get("info"))
     for key in ("exit_status", "submission", "swe_agent_version", "model_stats"):
@@ -266,8 +268,12 @@ def from_mini_swe_agent(
         messages, path = list(record), ""
     else:
         traj = expect_dict(record, "")
-        if "messages" not in traj:
-            raise ConversionError("", "expected a mini-SWE-agent trajectory ('messages')")
+        if "messages" not in traj or not is_mini_swe_agent(traj):
+            raise ConversionError(
+                "",
+                "expected a mini-SWE-agent trajectory ('messages' with 'trajectory_format' "
+                "or 'info.mini_version')",
+            )
         messages = expect_list(traj["messages"], "messages")
         path, info = "messages", mapping(traj.get("info"))
         if isinstance(traj.get("instance_id"), str):

@@ -82,6 +82,8 @@ def tau2_runs(
     """Each simulation of a results object with its converter (each run converts, or fails,
     on its own). Raises :class:`ConversionError` when the object holds no simulations."""
     results = expect_dict(record, "")
+    if "simulations" not in results:
+        raise ConversionError("", "not tau2-bench results: no 'simulations'")
     simulations = expect_list(results.get("simulations"), "simulations")
     if not simulations:
         raise ConversionError("simulations", "the results hold no simulations")
