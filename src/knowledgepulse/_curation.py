@@ -12,9 +12,12 @@ it). A pile of traces wants a decision that does not, so curation:
    group keeps its place and takes into its group every unassigned trace within
    ``similarity`` of it.
 
-Every dropped trace is within ``similarity`` of the trace kept in its place, and the result
-depends only on the set of traces, never on their order: neighbours are found in an index
-built in id order, and the walk's order is fixed by value and id.
+Every dropped trace is within ``similarity`` of the trace kept in its place (a leader and
+its followers: nothing is grouped through an intermediate trace, so no chain of similar
+pairs joins dissimilar traces), no two kept traces of the pile are within ``similarity`` of
+each other (exactly so below the kb index's ANN threshold of 50,000 traces), and the result depends only on the set of traces, never on their order:
+neighbours are found in an index built in id order, and the walk's order is fixed by value
+and id. Each group's similarities are to its kept trace.
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ from ._schema import ReasoningTrace, parse_trace
 
 __all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
 
-#: Cosine similarity from which two traces are near-duplicates, by default.
-DEFAULT_SIMILARITY = 0.9
+#: Cosine similarity from which two traces are near-duplicates, by default. Measured on the
+#: 200 tau-bench airline conversations (50 tasks, whole-trace MiniLM vectors, task ids as
+#: truth; docs/knowledge-base.md): at 0.95 the pairs grouped together are of the same task
+#: 93.0% of the time (recall 0.267 of same-task pairs); at 0.9 only 9.6% (one group held 45
+#: conversations of different tasks, all within 0.9 of their kept trace).
+DEFAULT_SIMILARITY = 0.95
 #: Neighbours looked at per trace when grouping (more are found for dense clusters).
 NEIGHBOURS = 64
 

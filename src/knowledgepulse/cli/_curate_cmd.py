@@ -56,7 +56,7 @@ from ._run import (
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=None,
     metavar="S",
-    help="Cosine similarity from which two traces are near-duplicates (default 0.9).",
+    help="Cosine similarity from which two traces are near-duplicates (default 0.95).",
 )
 @click.option(
     "--kb", metavar="FILE|URL", help="A knowledge base whose traces count as already seen."
