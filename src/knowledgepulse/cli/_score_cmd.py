@@ -61,11 +61,13 @@ from ._run import signals_held as _signals_held
 @click.option(
     "--embedder",
     "embedder_choice",
-    type=click.Choice(["auto", "onnx", "openvino", "bf16"]),
+    type=click.Choice(["auto", "onnx", "openvino", "bf16", "static"]),
     default="auto",
     show_default=True,
     help="auto: on CPUs with native bf16, openvino (bf16), else bf16 (torch, the fast "
-    "extra); elsewhere onnx (fp32).",
+    "extra); elsewhere onnx (fp32). static: token vectors derived from MiniLM, far faster "
+    "and less accurate, for a first pass over huge piles (a --kb made with it takes only "
+    "its vectors).",
 )
 @click.option(
     "--profiles",
