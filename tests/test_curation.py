@@ -122,6 +122,50 @@ def test_kp_curate_writes_kept_traces_and_groups(
     assert sum(len(line["duplicates"]) for line in lines) == 12
 
 
+def test_kp_curate_first_pass_static_proposes_and_minilm_decides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledgepulse import embedding
+
+    asked: list[str] = []
+
+    def choose(choice: str = "auto", **_: Any) -> Any:
+        asked.append(choice)
+        return embedding.EmbedderChoice(
+            embedding.check_embedder(HashingEmbedder()), "onnx", "a test embedder"
+        )
+
+    monkeypatch.setattr(embedding, "choose_embedder", choose)
+    source = tmp_path / "pile.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in pile()))
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    argv = ["curate", str(source), "-o", str(kept), "--groups", str(groups)]
+    argv += ["--similarity", "0.8", "--first-pass", "static", "--candidate-similarity", "0.8"]
+    assert main(argv) == 0
+    _, err = capsys.readouterr()
+    assert asked == ["auto", "static"]
+    assert "traces: 18   kept 6   dropped 12 as near-duplicates (cosine ≥ 0.8) in 6 groups" in err
+    assert "first pass: 20 candidate pairs; MiniLM embedded 18 of 18 traces" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--first-pass", "static", "--kb", "kb.sqlite"], "does not combine with --kb"),
+        (["--first-pass", "static", "--engine", "ray"], "runs locally only"),
+        (["--candidate-similarity", "0.9"], "applies to --first-pass static only"),
+    ],
+)
+def test_kp_curate_first_pass_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    source = tmp_path / "pile.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in pile()))
+    argv = ["curate", str(source), "-o", str(tmp_path / "k"), "--groups", str(tmp_path / "g")]
+    assert main(argv + extra) == 2
+    assert message in capsys.readouterr().err
+
+
 class _Remembering:
     """Embeds each distinct text once: shuffled runs reuse the vectors of the first."""
 
@@ -262,3 +306,88 @@ def test_the_default_threshold_is_the_measured_one() -> None:
     from knowledgepulse._curation import DEFAULT_SIMILARITY
 
     assert DEFAULT_SIMILARITY == 0.95
+
+
+class _Counting:
+    """An embedder that counts the texts it embeds (the tiered path embeds only candidates)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+        self.dimensions = wrapped.dimensions
+        self.name = "counting"
+        self.texts = 0
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.texts += len(texts)
+        return self.wrapped.embed(texts)  # type: ignore[no-any-return]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    vectors=st.lists(_vector, min_size=2, max_size=20),
+    noise=st.lists(_vector, min_size=2, max_size=20),
+    similarity=st.sampled_from([0.8, 0.9, 0.95]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_first_pass_that_misses_no_pair_gives_the_same_groups(
+    vectors: list[list[float]], noise: list[list[float]], similarity: float, seed: int
+) -> None:
+    """Candidates from any cheap vectors, with a threshold low enough to propose every pair,
+    give exactly the groups of the one-tier run; with the strong vectors themselves as the
+    first pass at the same threshold, too."""
+    traces, strong = _pile_of_vectors(vectors, [0.5, 0.6])
+    cheap = _TableEmbedder(
+        {
+            t.embedding_text: np.asarray(noise[i % len(noise)], dtype=np.float32)
+            for i, t in enumerate(traces)
+        }
+    )
+    reference = curate(traces, embedder=strong, similarity=similarity)
+    expected = [g.to_dict() for g in reference.groups]
+    shuffled = traces[:]
+    random.Random(seed).shuffle(shuffled)
+    everything = curate(
+        shuffled,
+        embedder=strong,
+        similarity=similarity,
+        first_pass=cheap,
+        candidate_similarity=-1.0,
+    )
+    assert [g.to_dict() for g in everything.groups] == expected
+    assert everything.embedded == len(traces)
+    assert everything.candidate_pairs == len(traces) * (len(traces) - 1) // 2
+    itself = curate(
+        shuffled,
+        embedder=strong,
+        similarity=similarity,
+        first_pass=strong,
+        candidate_similarity=similarity - 1e-5,
+    )
+    assert [g.to_dict() for g in itself.groups] == expected
+    assert {t.id for t in itself.kept} == {t.id for t in reference.kept}
+
+
+def test_only_traces_in_a_candidate_pair_are_embedded_by_the_strong_embedder() -> None:
+    # v00/v01 close in both spaces; v02 and v03 far from everything in the cheap space.
+    vectors = [[1.0, 0.0, 0.0], [0.99, 0.1, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    traces, table = _pile_of_vectors(vectors, [0.9, 0.5, 0.5, 0.5])
+    strong = _Counting(table)
+    result = curate(
+        traces, embedder=strong, similarity=0.95, first_pass=table, candidate_similarity=0.9
+    )
+    assert strong.texts == 2
+    assert (result.candidate_pairs, result.embedded) == (1, 2)
+    assert sorted(t.id for t in result.kept) == ["kp:trace:v00", "kp:trace:v02", "kp:trace:v03"]
+    assert [(g.kept, [d.id for d in g.duplicates]) for g in result.groups] == [
+        ("kp:trace:v00", ["kp:trace:v01"])
+    ]
+
+
+def test_a_first_pass_does_not_combine_with_a_knowledge_base(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    identity = EmbeddingIdentity(model="hashing", dimensions=384)
+    with (
+        open_knowledge_base(tmp_path / "kb.sqlite", identity) as kb,
+        pytest.raises(ValueError, match="does not combine with a knowledge base"),
+    ):
+        curate(pile(), embedder=embedder, kb=kb, first_pass=embedder)
