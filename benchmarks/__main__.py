@@ -466,8 +466,12 @@ def bench_curation(quick: bool, copies: int | None) -> None:
         return
     from ._curation import measure
 
-    r = measure(copies if copies is not None else (20 if quick else 200))
-    size = f"{r['traces']:,} traces ({r['copies']} edited copies), S={r['similarity']:g}"
+    # --quick: 60 conversations and 20 copies (MiniLM embeds every trace once for the reference)
+    r = measure(
+        copies if copies is not None else (20 if quick else 200),
+        conversations=60 if quick else None,
+    )
+    size = f"{r['traces']:,} traces ({r['copies']} copies), S={r['similarity']:g}"
     report(
         Figure(
             f"static embedder, tokens/s ({r['tokens']:,} tokens, whole traces)",

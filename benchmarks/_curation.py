@@ -29,9 +29,12 @@ import numpy as np
 from . import _corpus
 
 
-def edited_pile(copies: int, seed: int = 11) -> list[dict[str, Any]]:
-    """The tau-bench conversations, then ``copies`` edited copies of half of them."""
-    base = _corpus.tau_bench_traces()
+def edited_pile(
+    copies: int, conversations: int | None = None, seed: int = 11
+) -> list[dict[str, Any]]:
+    """The tau-bench conversations (the first ``conversations``; default all 200), then
+    ``copies`` edited copies of half of them."""
+    base = _corpus.tau_bench_traces()[:conversations]
     rng = random.Random(seed)
     words = [w for t in base for s in t["steps"] for w in str(s.get("content", "")).split()]
     sources = sorted(rng.sample(range(len(base)), len(base) // 2))
@@ -71,7 +74,9 @@ class _Vectors:
         return self.vectors[[self.rows[t] for t in texts]]
 
 
-def measure(copies: int, similarity: float | None = None) -> dict[str, Any]:
+def measure(
+    copies: int, similarity: float | None = None, conversations: int | None = None
+) -> dict[str, Any]:
     """Tiered against MiniLM-only curation on ``edited_pile(copies)`` (see the module)."""
     import knowledgepulse as kp
     from knowledgepulse._curation import DEFAULT_SIMILARITY, candidate_threshold, curate
@@ -79,7 +84,7 @@ def measure(copies: int, similarity: float | None = None) -> dict[str, Any]:
     from knowledgepulse.embedding._static import StaticEmbedder
 
     similarity = DEFAULT_SIMILARITY if similarity is None else similarity
-    traces = [kp.ReasoningTrace.model_validate(t) for t in edited_pile(copies)]
+    traces = [kp.ReasoningTrace.model_validate(t) for t in edited_pile(copies, conversations)]
     texts = [t.embedding_text for t in traces]
     static = StaticEmbedder()
     static.warm_up()
