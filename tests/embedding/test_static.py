@@ -163,6 +163,19 @@ def test_vectors_are_unit_deterministic_and_independent_of_the_batch(cache: Path
 
 
 @needs_model
+def test_a_pickled_embedder_travels_as_its_arguments(cache: Path) -> None:
+    import pickle
+
+    embedder = StaticEmbedder(cache_dir=cache, build=False)
+    before = embedder.embed(["refund a cancelled flight"])
+    shipped = pickle.dumps(embedder)
+    assert len(shipped) < 1000  # not the 31 MB table
+    again = pickle.loads(shipped)
+    assert (again._cache_dir_arg, again.build) == (cache, False)
+    assert np.array_equal(again.embed(["refund a cancelled flight"]), before)
+
+
+@needs_model
 def test_the_whole_text_counts_not_its_first_256_tokens(cache: Path) -> None:
     embedder = StaticEmbedder(cache_dir=cache, build=False)
     head = " ".join(f"word{k}" for k in range(400))

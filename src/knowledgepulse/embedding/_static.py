@@ -407,6 +407,14 @@ class StaticEmbedder:
         state = "loaded" if self._loaded is not None else "not loaded"
         return f"StaticEmbedder({state}, {STATIC_MODEL_NAME}, {STATIC_DIMENSIONS}d)"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Shipped to a worker (kp score --engine ray) as its arguments: the worker loads the
+        # table from its own cache, not 31 MB through the pickle (nor the lock).
+        return (
+            _unpickle_static,
+            (self._model_dir_arg, self._cache_dir_arg, self.build),
+        )
+
     @property
     def model(self) -> StaticModel:
         """The table and its card (loaded, or built, on first access)."""
@@ -458,6 +466,12 @@ class StaticEmbedder:
             norm = float(np.linalg.norm(total))
             out[row] = loaded.empty if norm == 0.0 else (total / norm).astype(np.float32)
         return out
+
+
+def _unpickle_static(
+    model_dir: str | os.PathLike[str] | None, cache_dir: str | os.PathLike[str] | None, build: bool
+) -> StaticEmbedder:
+    return StaticEmbedder(model_dir, cache_dir=cache_dir, build=build)
 
 
 _shared: StaticEmbedder | None = None
