@@ -255,3 +255,21 @@ def test_the_real_build_is_reproducible_and_a_corrupt_cache_is_rebuilt(
         ["cancel my flight reservation", "please cancel the flight I reserved", "sort a list"]
     )
     assert float(a @ b) > float(a @ c) + 0.2
+
+
+@needs_model
+def test_the_problem_a_command_reports_before_building_names_the_path(
+    tmp_path: Path, cache: Path
+) -> None:
+    from knowledgepulse.embedding import static_model_problem
+
+    assert static_model_problem(cache_dir=cache) is None
+    missing = tmp_path / "missing"
+    assert static_model_problem(cache_dir=missing) == (
+        f"{missing / 'static-minilm-l6-v2-v1-256d.npy'}: not built yet"
+    )
+    table_path = cache / "static-minilm-l6-v2-v1-256d.npy"
+    table_path.write_bytes(table_path.read_bytes()[:-4])
+    assert static_model_problem(cache_dir=cache) == (
+        f"{table_path} does not match its checksum (corrupt or changed)"
+    )

@@ -165,6 +165,9 @@ def curate_command(
                 cheap = choose_embedder("static").embedder
                 if not quiet:
                     console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
+                from ._static_cmd import say_if_building
+
+                say_if_building(console, quiet)
             result = curate(
                 pile,
                 embedder=chosen.embedder,

@@ -359,6 +359,10 @@ def _bulk_embedder(no_embed: bool, choice: str, console: Any, quiet: bool) -> An
     if not quiet:
         label = chosen.embedder.name if chosen.embedder is not None else "none (novelty 0.5)"
         console.print(f"embedder: {label} — {chosen.reason}", markup=False, highlight=False)
+    if chosen.kind == "static":
+        from ._static_cmd import say_if_building
+
+        say_if_building(console, quiet)
     if chosen.embedder is None:
         return None
     from .._dedupe import DeduplicatingEmbedder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -33,3 +34,17 @@ def static_model_command(check: bool, rebuild: bool) -> None:
     model = build_static_model() if rebuild else load_static_model(build=not check)
     card = {"path": str(model.path), **model.card}
     click.echo(json.dumps(card, indent=2, sort_keys=True))
+
+
+def say_if_building(console: Any, quiet: bool) -> None:
+    """Say that the static model is about to be built, and why (it names the path): the
+    library's own warning goes to a logger kp does not print."""
+    from ..embedding import static_model_problem
+
+    problem = static_model_problem()
+    if problem is not None and not quiet:
+        console.print(
+            f"static model: {problem}; building it now (minutes on a slow machine, once)",
+            markup=False,
+            highlight=False,
+        )

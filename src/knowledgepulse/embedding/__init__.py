@@ -46,6 +46,7 @@ from ._static import (
     build_static_model,
     load_static_model,
     static_cache_dir,
+    static_model_problem,
 )
 from ._torch_bf16 import FAST_INSTALL_HINT, MiniLMBf16Embedder, cpu_has_native_bf16
 from ._windows import MAX_WINDOWS, WINDOWING_ENV, WINDOWINGS, Windowing
@@ -83,4 +84,5 @@ __all__ = [
     "load_static_model",
     "select_embedder",
     "static_cache_dir",
+    "static_model_problem",
 ]

@@ -57,6 +57,7 @@ __all__ = [
     "load_static_model",
     "shared_static_embedder",
     "static_cache_dir",
+    "static_model_problem",
 ]
 
 logger = logging.getLogger("knowledgepulse")
@@ -287,6 +288,24 @@ def _read_cached(
     if table.dtype != np.float32 or table.shape != shape:
         return f"{table_path} holds {table.dtype} {table.shape}, not float32 {shape}"
     return StaticModel(table, card, table_path, source)
+
+
+def static_model_problem(
+    model_dir: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> str | None:
+    """Why the cached model cannot be used as it is (naming the path), or None if it can.
+
+    For a command to say that it is about to build the model (which takes minutes on a slow
+    machine) and why; :func:`load_static_model` decides the same way.
+    """
+    source = require_model_dir(model_dir, "The static embedder (built from MiniLM)")
+    directory = Path(cache_dir) if cache_dir is not None else static_cache_dir()
+    table_path, card_path = _paths(directory)
+    found = _read_cached(table_path, card_path, _source_card(source), source)
+    if isinstance(found, StaticModel):
+        return None
+    return f"{table_path}: {found}" if found == "not built yet" else found
 
 
 def load_static_model(
