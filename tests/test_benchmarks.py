@@ -33,6 +33,8 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
             "redaction",
             "--skip",
             "mcp",
+            "--skip",
+            "curation",
             "--json",
             str(out_json),
         ],
