@@ -9,7 +9,6 @@ are graded too, to show what the rubric can determine in each format.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
 
     traces = [
         trace
-        for record in json.loads(path.read_text(encoding="utf-8"))
+        for record in _corpus.load_tau_bench(path)  # the shipped file is gzip-compressed
         for trace in convert("openai", record)
     ]
     cases = [Case(trace=trace, case_id=trace.id) for trace in traces]
