@@ -33,9 +33,7 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
     from knowledgepulse.rubrics import Case, OutcomeAgreement, ReportBuilder
 
     traces = [
-        trace
-        for record in _corpus.load_tau_bench(path)  # the shipped file is gzip-compressed
-        for trace in convert("openai", record)
+        trace for record in _corpus.load_tau_bench(path) for trace in convert("openai", record)
     ]
     cases = [Case(trace=trace, case_id=trace.id) for trace in traces]
     agreement = OutcomeAgreement()
