@@ -45,6 +45,7 @@ bench: install-fast
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks tools examples
+	$(BIN)/ruff format --check src tests benchmarks tools examples
 	$(BIN)/mypy
 
 clean:

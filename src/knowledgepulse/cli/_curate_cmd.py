@@ -130,7 +130,7 @@ def curate_command(
             for conversion in read_conversions(files, source_format, options, run):
                 pile.extend(conversion.traces)
                 if not conversion.problems:
-                    run.tally.processed += len(conversion.records)
+                    run.tally.processed += conversion.counted
                 run.step()
         tally = run.tally
         if tally.interrupted:

@@ -78,7 +78,7 @@ def import_command(
                         out.write_line(trace.to_json())
                     traces_out += len(conversion.traces)
                     if not conversion.problems:
-                        run.tally.processed += len(conversion.records)
+                        run.tally.processed += conversion.counted
                 run.step()
     tally = run.tally
     if not quiet or tally.interrupted:
