@@ -52,6 +52,11 @@ NOT_RUN: dict[str, list[str]] = {
     ],
     "docs/development.md": ["each builds a virtual environment and installs packages from PyPI"],
     "docs/importers.md": ["a sketch over a Harbor job directory and records of your own"],
+    "docs/mcp.md": [
+        "top-level async with: runs inside the reader's event loop",
+        "a sketch over the reader's base and instructions",
+        "needs an agent and a model client",
+    ],
     "docs/integrations.md": [
         "needs an OpenTelemetry collector at localhost:4318",
         "needs an agent, a model client and a running kp serve",
