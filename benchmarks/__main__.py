@@ -513,6 +513,20 @@ def bench_curation(quick: bool, copies: int | None) -> None:
     )
 
 
+def _cpu_name() -> str:
+    """The CPU's model name, so that every figure printed says where it was measured."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n\n")[0]
@@ -572,7 +586,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(
-        f"knowledgepulse benchmarks — python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
+        f"knowledgepulse benchmarks — python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        f" ({_cpu_name()})",
         flush=True,
     )
     bench_import()
