@@ -453,6 +453,80 @@ def run_kp_score(
     return size / float(seconds), int(max_rss_kib) / 1024
 
 
+def bench_curation(quick: bool, copies: int | None) -> None:
+    """Tiered curation (static first pass, MiniLM decides) against MiniLM-only."""
+    from knowledgepulse import embedding
+
+    if (
+        not embedding.embedder_available()
+        or not _corpus.TAU_BENCH.is_file()
+        or embedding.choose_embedder("auto", bulk=True).embedder is None
+    ):
+        report(Figure("tiered curation", None, "", note="embedder or tau-bench not installed"))
+        return
+    from ._curation import measure
+
+    # --quick: 60 conversations and 20 copies (MiniLM embeds every trace once for the reference)
+    r = measure(
+        copies if copies is not None else (20 if quick else 200),
+        conversations=60 if quick else None,
+    )
+    size = f"{r['traces']:,} traces ({r['copies']} copies), S={r['similarity']:g}"
+    report(
+        Figure(
+            f"static embedder, tokens/s ({r['tokens']:,} tokens, whole traces)",
+            r["static_tokens_per_s"],
+            "tokens/s",
+            note=f"{r['traces'] / r['static_seconds']:.0f} traces/s; {r['minilm_name']}: "
+            f"{r['traces'] / r['minilm_seconds']:.1f} traces/s",
+        )
+    )
+    report(
+        Figure(
+            f"tiered curation pair recall vs MiniLM-only, {size}",
+            r["pair_recall"],
+            "",
+            0.99,
+            lower_is_better=False,
+            note=f"{r['reference_pairs']} MiniLM pairs; candidate threshold "
+            f"{r['candidate_similarity']:.3f}; {r['candidate_pairs']:,} candidate pairs",
+        )
+    )
+    report(
+        Figure(
+            "tiered curation: traces with the same kept/dropped decision as MiniLM-only",
+            r["kept_agreement"],
+            "",
+            0.99,
+            lower_is_better=False,
+            note=f"kept {r['kept_tiered']} vs {r['kept_reference']}",
+        )
+    )
+    report(
+        Figure(
+            "tiered curation: share of traces MiniLM embeds",
+            (r["embedded"] or 0) / r["traces"],
+            "",
+            note=f"estimated speed-up {r['minilm_seconds'] / r['tiered_seconds_estimate']:.2f}x "
+            "(static pass + that share of the MiniLM time)",
+        )
+    )
+
+
+def _cpu_name() -> str:
+    """The CPU's model name, so that every figure printed says where it was measured."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n\n")[0]
@@ -472,6 +546,7 @@ def main() -> None:
             "speed",
             "agent",
             "mcp",
+            "curation",
         ],
         help="leave a group out (repeatable)",
     )
@@ -502,9 +577,17 @@ def main() -> None:
         metavar="N",
         help="traces in the base of the MCP latency figures (default 20,000; --quick 5,000)",
     )
+    parser.add_argument(
+        "--curate-copies",
+        type=int,
+        metavar="N",
+        help="edited copies added to the 200 tau-bench conversations in the tiered-curation "
+        "figures (default 200; --quick 20): MiniLM embeds all of them once, ~0.1-1 s each",
+    )
     args = parser.parse_args()
     print(
-        f"knowledgepulse benchmarks — python {sys.version.split()[0]}, {os.cpu_count()} CPUs",
+        f"knowledgepulse benchmarks — python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        f" ({_cpu_name()})",
         flush=True,
     )
     bench_import()
@@ -540,6 +623,8 @@ def main() -> None:
         from ._mcp import bench_mcp
 
         bench_mcp(args.quick, args.tau_bench, args.mcp_traces)
+    if "curation" not in args.skip:
+        bench_curation(args.quick, args.curate_copies)
     missed = [f.name.strip() for f in FIGURES if f.status == "NOT met"]
     print(f"\n{len(FIGURES)} figures; targets not met: {', '.join(missed) if missed else 'none'}")
     if args.json:

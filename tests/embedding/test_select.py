@@ -83,7 +83,7 @@ def test_env_turns_auto_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None
 
 
 def test_unknown_choice_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="auto, onnx, openvino, bf16, none; got 'minilm'"):
+    with pytest.raises(ValueError, match="auto, onnx, openvino, bf16, static, none; got 'minilm'"):
         select_embedder("minilm")
 
 

@@ -283,6 +283,14 @@ def test_registry() -> None:
         "atif",
         "gemini",
         "bedrock",
+        "claude-code",
+        "codex",
+        "inspect",
+        "swe-agent",
+        "mini-swe-agent",
+        "openhands",
+        "tau2",
+        "harbor-traces",
     }
     for name, importer in FORMATS.items():
         assert importer.name == name

@@ -25,7 +25,9 @@ from ._util import DATA
 
 UPDATE = os.environ.get("KP_UPDATE_GOLDEN") == "1"
 NOW = "<now>"
-FOLDERS = sorted(p.parent for p in DATA.glob("*/SOURCE.md"))
+# The folders of the formats read from JSON and JSONL, named after their format; the agent
+# harnesses' folders (claude_code, codex, inspect, ...) are checked by test_harness_formats.py.
+FOLDERS = sorted(DATA / name for name in ("atif", "langfuse", "openai", "openai-responses", "otel"))
 FIXTURES = sorted(
     p
     for folder in FOLDERS

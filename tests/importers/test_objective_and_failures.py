@@ -411,12 +411,12 @@ def test_a_directory_scan_says_which_extensions_it_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "trajectories").mkdir()
-    for name in ("a.traj", "b.traj", "notes.txt", ".hidden.traj"):
+    for name in ("a.log", "b.log", "notes.txt", ".hidden.log"):
         (tmp_path / "trajectories" / name).write_text("{}")
     code, _out, err = kp(capsys, "import", str(tmp_path), "--from", "auto")
     assert code == 0
     assert (
-        "skipped 3 files in the directories given, not read as records: .traj (2), .txt (1)"
+        "skipped 3 files in the directories given, not read as records: .log (2), .txt (1)"
     ) in err
     assert "records in: 0" in err
 

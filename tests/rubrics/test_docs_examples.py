@@ -1,4 +1,5 @@
-"""Every Python block of the README's rubric section and the custom-rubric example run as written."""
+"""The Python blocks of docs/rubrics.md's rubric-writing sections and the custom-rubric example run as
+written, and the decorator example prints what the page shows."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "README.md"
-SECTION = DOC.read_text(encoding="utf-8").split("## Grading task completion with rubrics", 1)[1]
-SECTION = SECTION.split("\n## ", 1)[0]
-BLOCKS = re.findall(r"^```python\n(.*?)^```", SECTION, re.M | re.S)
+DOC = ROOT / "docs" / "rubrics.md"
+TEXT = DOC.read_text(encoding="utf-8")
+FIRST = TEXT.split("\n## A first rubric\n", 1)[1].split("\n## ", 1)[0]
+MORE = TEXT.split("\n## More rubrics in Python\n", 1)[1].split("\n## ", 1)[0]
+BLOCKS = re.findall(r"^```python\n(.*?)^```", FIRST + MORE, re.M | re.S)
 
 
 def test_the_doc_has_code_blocks() -> None:

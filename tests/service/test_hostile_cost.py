@@ -8,6 +8,7 @@ timed out stops its work.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,13 @@ from ._hostile import child_server
 from .conftest import trace
 
 
+def _busy_elsewhere() -> bool:
+    """Whether other work already holds the CPUs (load average over twice their count): the
+    latencies would then measure that work, not the server's fairness."""
+    cpus = os.cpu_count() or 1
+    return hasattr(os, "getloadavg") and os.getloadavg()[0] > 2 * cpus
+
+
 def _p99(latencies: list[float]) -> float:
     ordered = sorted(latencies)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -29,6 +37,8 @@ def _p99(latencies: list[float]) -> float:
 
 @pytest.mark.slow
 def test_a_flood_of_batches_from_one_key_leaves_reads_and_healthz_fast(tmp_path: Path) -> None:
+    if _busy_elsewhere():
+        pytest.skip(f"load average {os.getloadavg()[0]:.1f}: other work holds the CPUs")
     with child_server(tmp_path) as server:
         body = json.dumps([trace(f"kp:trace:flood-{n}") for n in range(256)]).encode()
         stop = threading.Event()

@@ -66,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "._serve_cmd",
         "Serve a knowledge base over HTTP: score, contribute, search and read traces.",
     ),
+    "static-model": (
+        "._static_cmd",
+        "Build or check the static embedder's token table, derived from the shipped MiniLM.",
+    ),
     "validate": (
         "._validate_cmd",
         "Check records against the schema; list each problem as file:line: field.path: problem.",

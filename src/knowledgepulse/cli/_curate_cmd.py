@@ -58,13 +58,28 @@ from ._run import (
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=None,
     metavar="S",
-    help="Cosine similarity from which two traces are near-duplicates (default 0.9).",
+    help="Cosine similarity from which two traces are near-duplicates (default 0.95).",
 )
 @click.option(
     "--kb", metavar="FILE|URL", help="A knowledge base whose traces count as already seen."
 )
 @embedder_option
 @batch_size_option
+@click.option(
+    "--first-pass",
+    type=click.Choice(["none", "static"]),
+    default="none",
+    show_default=True,
+    help="static: static vectors (derived from MiniLM) propose candidate pairs and only "
+    "traces in one are embedded by MiniLM, which decides. Not with --kb or --engine ray.",
+)
+@click.option(
+    "--candidate-similarity",
+    type=click.FloatRange(-1.0, 1.0),
+    default=None,
+    metavar="T",
+    help="Static cosine from which a pair is a candidate (default 1 - 0.4 x (1 - S)).",
+)
 @from_option()
 @override_options
 @rejects_option
@@ -79,6 +94,8 @@ def curate_command(
     kb: str | None,
     embedder_choice: str,
     batch_size: int,
+    first_pass: str,
+    candidate_similarity: float | None,
     source_format: str,
     task_domain: str | None,
     success: bool | None,
@@ -104,6 +121,15 @@ def curate_command(
             markup=False,
             highlight=False,
         )
+    if first_pass != "none" and kb is not None:
+        raise click.UsageError(
+            "--first-pass static does not combine with --kb: novelty against the base needs "
+            "every trace's MiniLM vector"
+        )
+    if first_pass != "none" and engine == "ray":
+        raise click.UsageError("--first-pass static runs locally only (not with --engine ray)")
+    if candidate_similarity is not None and first_pass == "none":
+        raise click.UsageError("--candidate-similarity applies to --first-pass static only")
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
     options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
@@ -147,12 +173,22 @@ def curate_command(
                 stack, pile, chosen.embedder, address, workers, similarity=threshold, kb=base
             )
         else:
+            cheap = None
+            if first_pass == "static":
+                cheap = choose_embedder("static").embedder
+                if not quiet:
+                    console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
+                from ._static_cmd import say_if_building
+
+                say_if_building(console, quiet)
             result = curate(
                 pile,
                 embedder=chosen.embedder,
                 similarity=threshold,
                 kb=base,
                 batch_size=batch_size,
+                first_pass=cheap,
+                candidate_similarity=candidate_similarity,
             )
         kept_out = open_writer(stack, output)
         groups_out = open_writer(stack, groups)
@@ -170,6 +206,12 @@ def curate_command(
             f"near-duplicates (cosine ≥ {threshold:g}) in {len(result.groups)} groups",
             highlight=False,
         )
+        if result.embedded is not None:
+            console.print(
+                f"first pass: {result.candidate_pairs:,} candidate pairs; MiniLM embedded "
+                f"{result.embedded:,} of {distinct:,} traces",
+                highlight=False,
+            )
         if len(pile) > distinct:
             console.print(f"repeated ids: {len(pile) - distinct} traces read twice counted once")
     raise click.exceptions.Exit(tally.exit_code())

@@ -90,8 +90,8 @@ def stats_command(location: str, as_json: bool) -> None:
 @json_option
 def search_command(text: str, location: str, k: int, as_json: bool) -> None:
     """The stored traces most similar to TEXT."""
-    embedder = _embedder_for_search()
     with _open(location) as kb:
+        embedder = _embedder_for_search(kb)
         _require_same_model(kb, embedder)
         hits = kb.search(embedder.embed([text])[0], k)
         _print_hits(kb, hits, as_json)
@@ -263,10 +263,12 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
     raise click.exceptions.Exit(tally.exit_code())
 
 
-def _embedder_for_search() -> Any:
-    from ..embedding import choose_embedder
+def _embedder_for_search(kb: Any = None) -> Any:
+    from ..embedding import STATIC_MODEL_NAME, choose_embedder
 
-    chosen = choose_embedder("auto")
+    # A base of static vectors is searched with the static embedder, any other with MiniLM.
+    static = kb is not None and kb.identity is not None and kb.identity.model == STATIC_MODEL_NAME
+    chosen = choose_embedder("static" if static else "auto")
     if chosen.embedder is None:
         raise click.UsageError(f"searching by text needs the embedder: {chosen.reason}")
     return chosen.embedder

@@ -201,9 +201,9 @@ def stop_signals() -> Iterator[None]:
 def check_paths(paths: Sequence[str]) -> list[str]:
     """The input files, directories expanded; a missing path is a usage error."""
     try:
-        from ..io._reader import expand_paths
+        from ..io._reader import LOG_SUFFIXES, RECORD_SUFFIXES, expand_paths
 
-        files = expand_paths(paths)
+        files = expand_paths(paths, suffixes=RECORD_SUFFIXES + LOG_SUFFIXES)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
     note = skipped_note(paths)
@@ -215,9 +215,10 @@ def check_paths(paths: Sequence[str]) -> list[str]:
 def skipped_note(paths: Sequence[str]) -> str | None:
     """What a directory scan left out for its extension, so that no file is missed silently:
     ``skipped 3 files in the directories given, not read as records: .traj (2), .txt (1)``."""
-    from ..io._reader import RECORD_SUFFIXES, skipped_files
+    from ..io._reader import LOG_SUFFIXES, RECORD_SUFFIXES, skipped_files
 
-    skipped = skipped_files(paths)
+    suffixes = RECORD_SUFFIXES + LOG_SUFFIXES
+    skipped = skipped_files(paths, suffixes=suffixes)
     if not skipped:
         return None
     total = sum(skipped.values())
@@ -225,7 +226,7 @@ def skipped_note(paths: Sequence[str]) -> str | None:
         f"{suffix or '(no extension)'} ({count})" for suffix, count in skipped.items()
     )
     noun = "file" if total == 1 else "files"
-    read = ", ".join(RECORD_SUFFIXES)
+    read = ", ".join(suffixes)
     return (
         f"skipped {total} {noun} in the directories given, not read as records: {kinds} "
         f"(read: {read}; name a file to read it whatever its extension)"

@@ -61,11 +61,13 @@ from ._run import signals_held as _signals_held
 @click.option(
     "--embedder",
     "embedder_choice",
-    type=click.Choice(["auto", "onnx", "openvino", "bf16"]),
+    type=click.Choice(["auto", "onnx", "openvino", "bf16", "static"]),
     default="auto",
     show_default=True,
     help="auto: on CPUs with native bf16, openvino (bf16), else bf16 (torch, the fast "
-    "extra); elsewhere onnx (fp32).",
+    "extra); elsewhere onnx (fp32). static: token vectors derived from MiniLM, far faster "
+    "and less accurate, for a first pass over huge piles (a --kb made with it takes only "
+    "its vectors).",
 )
 @click.option(
     "--profiles",
@@ -366,6 +368,10 @@ def _bulk_embedder(no_embed: bool, choice: str, console: Any, quiet: bool) -> An
     if not quiet:
         label = chosen.embedder.name if chosen.embedder is not None else "none (novelty 0.5)"
         console.print(f"embedder: {label} — {chosen.reason}", markup=False, highlight=False)
+    if chosen.kind == "static":
+        from ._static_cmd import say_if_building
+
+        say_if_building(console, quiet)
     if chosen.embedder is None:
         return None
     from ..embedding._dedupe import DeduplicatingEmbedder

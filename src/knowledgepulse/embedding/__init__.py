@@ -7,6 +7,9 @@
   such CPUs.
 - :class:`MiniLMBf16Embedder` — torch bfloat16, faster for bulk runs on CPUs with native bf16
   (the ``fast`` extra).
+- :class:`StaticEmbedder` — static token vectors derived locally from the same MiniLM weights
+  (the model2vec recipe): hundreds of times faster, less accurate; a first pass for bulk
+  novelty and near-duplicate candidates (``kp score --embedder static``).
 - :func:`select_embedder` / :func:`choose_embedder` — the policy that picks one (and says why).
 
 Long texts are embedded whole by default (``windowing="whole"``: 256-token windows covering
@@ -35,6 +38,16 @@ from ._select import (
     choose_embedder,
     select_embedder,
 )
+from ._static import (
+    STATIC_MODEL_DIR_ENV,
+    STATIC_MODEL_NAME,
+    StaticEmbedder,
+    StaticModelError,
+    build_static_model,
+    load_static_model,
+    static_cache_dir,
+    static_model_problem,
+)
 from ._torch_bf16 import FAST_INSTALL_HINT, MiniLMBf16Embedder, cpu_has_native_bf16
 from ._windows import MAX_WINDOWS, WINDOWING_ENV, WINDOWINGS, Windowing
 
@@ -46,6 +59,8 @@ __all__ = [
     "MAX_WINDOWS",
     "MODEL_DIR_ENV",
     "OPENVINO_INSTALL_HINT",
+    "STATIC_MODEL_DIR_ENV",
+    "STATIC_MODEL_NAME",
     "WINDOWINGS",
     "WINDOWING_ENV",
     "Embedder",
@@ -57,11 +72,17 @@ __all__ = [
     "MiniLMOpenVINOEmbedder",
     "MissingEmbedderRuntime",
     "ModelDirectoryError",
+    "StaticEmbedder",
+    "StaticModelError",
     "Windowing",
+    "build_static_model",
     "check_embedder",
     "choose_embedder",
     "cpu_has_native_bf16",
     "default_embedder",
     "embedder_available",
+    "load_static_model",
     "select_embedder",
+    "static_cache_dir",
+    "static_model_problem",
 ]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ._errors import MissingEmbedderRuntime
-from ._minilm import INSTALL_HINT, require_model_dir
+from ._minilm import INSTALL_HINT, missing_modules, require_model_dir
 from ._onnx import check_onnx_runtime, default_embedder
 from ._openvino import (
     OPENVINO_INSTALL_HINT,
@@ -39,9 +39,9 @@ logger = logging.getLogger("knowledgepulse")
 EMBEDDER_ENV = "KNOWLEDGEPULSE_EMBEDDER"
 FAST_DISABLE_ENV = "KNOWLEDGEPULSE_NO_FAST_EMBEDDER"
 _OFF_VALUES = frozenset({"none", "off", "0"})
-_CHOICES = ("auto", "onnx", "openvino", "bf16", "none")
+_CHOICES = ("auto", "onnx", "openvino", "bf16", "static", "none")
 
-EmbedderKind = Literal["onnx", "openvino", "bf16", "none"]
+EmbedderKind = Literal["onnx", "openvino", "bf16", "static", "none"]
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,12 @@ def choose_embedder(
     """Pick the embedder for ``choice`` and say why (the policy behind :func:`select_embedder`).
 
     Args:
-        choice: ``"auto"``, ``"onnx"``, ``"openvino"``, ``"bf16"`` or ``"none"``.
+        choice: ``"auto"``, ``"onnx"``, ``"openvino"``, ``"bf16"``, ``"static"`` or ``"none"``.
 
             - ``"none"``: no embedder.
+            - ``"static"``: the static embedder derived from MiniLM (model2vec recipe; fast,
+              less accurate: a first pass), never chosen automatically; ``windowing`` does
+              not apply (it reads every token).
             - ``"auto"``: none when ``$KNOWLEDGEPULSE_EMBEDDER`` is ``none``, ``off`` or ``0``,
               or when the runtime or the model package is not installed (logged once as a
               warning on the ``knowledgepulse`` logger). Otherwise OpenVINO bf16 where
@@ -96,6 +99,16 @@ def choose_embedder(
     mode = resolve_windowing(windowing)
     if choice == "none":
         return EmbedderChoice(None, "none", "embedder turned off")
+    if choice == "static":
+        from ._static import shared_static_embedder
+
+        check_static_runtime()
+        require_model_dir(None, "The static embedder (built from MiniLM)")
+        return EmbedderChoice(
+            shared_static_embedder(),
+            "static",
+            "static token vectors derived from MiniLM (asked for: fast, a first pass)",
+        )
     if choice == "onnx":
         check_onnx_runtime()
         require_model_dir(None, "The MiniLM embedder")
@@ -112,14 +125,26 @@ def choose_embedder(
     return _choose_automatically(bulk, mode)
 
 
+def check_static_runtime() -> None:
+    """Raise :class:`MissingEmbedderRuntime` if the static embedder cannot be built or run:
+    it needs tokenizers and safetensors, and ONNX Runtime or OpenVINO to build its table."""
+    missing = missing_modules(("tokenizers", "safetensors"))
+    if missing_modules(("onnxruntime",)) and missing_modules(("openvino",)):
+        missing.append("onnxruntime")
+    if missing:
+        raise MissingEmbedderRuntime(
+            "The static embedder (built from MiniLM)", "embed", missing, install=INSTALL_HINT
+        )
+
+
 def select_embedder(
     choice: str = "auto", *, bulk: bool = False, windowing: str | None = None
 ) -> Embedder | None:
     """The embedder for ``choice``, or None for none: :func:`choose_embedder` without the reason.
 
     Args:
-        choice: ``"auto"``, ``"onnx"``, ``"openvino"``, ``"bf16"`` or ``"none"`` (see
-            :func:`choose_embedder`).
+        choice: ``"auto"``, ``"onnx"``, ``"openvino"``, ``"bf16"``, ``"static"`` or
+            ``"none"`` (see :func:`choose_embedder`).
         bulk: pick for throughput over many texts rather than for load time.
         windowing: ``"whole"`` or ``"first_window"`` (see :func:`choose_embedder`).
     """

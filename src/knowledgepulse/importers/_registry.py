@@ -9,6 +9,7 @@ from typing import Any
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError
 from knowledgepulse.io._reader import json_type_name
 
+from ._harness import HARNESS_CONVERTERS, HARNESS_DESCRIPTIONS, detect_harness_format
 from ._options import ImportOptions, override_trace_data, resolve_options
 from ._otlp import is_js_span
 from ._values import ConversionError
@@ -113,6 +114,11 @@ FORMATS: dict[str, Importer] = {
     "gemini": Importer("gemini", "Gemini generateContent requests and responses", from_gemini),
     "bedrock": Importer("bedrock", "Amazon Bedrock Converse requests and responses", from_bedrock),
 }
+# Agent harnesses' own logs (Claude Code, Codex, Inspect AI, SWE-agent, OpenHands, tau2-bench).
+FORMATS.update(
+    (name, Importer(name, HARNESS_DESCRIPTIONS[name], converter))
+    for name, converter in HARNESS_CONVERTERS.items()
+)
 
 
 def format_names() -> list[str]:
@@ -184,6 +190,9 @@ def detect_format(record: Any) -> str | None:
         return None
     if first.get("@type") == "ReasoningTrace":
         return TRACE_FORMAT
+    harness = detect_harness_format(items)
+    if harness is not None:
+        return harness
     wrapped = _first_of(first.get("data"))
     if first.get("object") in _AGENTS_OBJECTS or wrapped.get("object") in _AGENTS_OBJECTS:
         return "openai-agents"

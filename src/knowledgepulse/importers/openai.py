@@ -137,7 +137,9 @@ def is_responses_items(items: Any) -> bool:
         if not isinstance(item, Mapping):
             continue
         kind = item.get("type")
-        if kind in _RESPONSES_TYPES or (isinstance(kind, str) and kind.endswith("_call_output")):
+        if not isinstance(kind, str):
+            kind = None  # a list or object is no item type (and cannot be looked up in a set)
+        if kind in _RESPONSES_TYPES or (kind is not None and kind.endswith("_call_output")):
             return True
         content = item.get("content")
         if kind == "message" or (

@@ -1,0 +1,33 @@
+"""The SQLite base's HNSW index: the search setting applies to new and reloaded graphs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowledgepulse.kb._index import EXPANSION_SEARCH, VectorIndex
+
+pytest.importorskip("usearch")
+
+
+def _rows(n: int) -> np.ndarray:
+    rows = np.random.default_rng(5).standard_normal((n, 16)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_a_new_and_a_reloaded_graph_search_with_the_measured_expansion(tmp_path: Path) -> None:
+    rows = _rows(300)
+    path = tmp_path / "kb.usearch"
+    index = VectorIndex(16, mode="ann", ann_path=path)
+    index.extend([str(i) for i in range(300)], rows)
+    assert index.nearest(rows[7], 1)[0][0][0] == 7
+    assert index._ann.expansion_search == EXPANSION_SEARCH == 128
+    index.save_ann()
+    again = VectorIndex(16, mode="ann", ann_path=path)
+    again.extend([str(i) for i in range(300)], rows)
+    found = again.nearest(rows[:50], 1)
+    assert again._ann.expansion_search == 128
+    assert [hits[0][0] for hits in found] == list(range(50))
+    assert [hits[0][1] for hits in found] == pytest.approx([1.0] * 50, abs=1e-5)
