@@ -37,17 +37,14 @@ from typing import Any
 import numpy as np
 
 from .._schema import ReasoningTrace, parse_trace
-from ._formulas import NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
+from ._formulas import NEAR_DUPLICATE, NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
 from ._profiles import ProfileRegistry, global_registry
 
 __all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
 
-#: Cosine similarity from which two traces are near-duplicates, by default. Measured on the
-#: 200 tau-bench airline conversations (50 tasks, whole-trace MiniLM vectors, task ids as
-#: truth; docs/knowledge-base.md): at 0.95 the pairs grouped together are of the same task
-#: 93.0% of the time (recall 0.267 of same-task pairs); at 0.9 only 9.6% (one group held 45
-#: conversations of different tasks, all within 0.9 of their kept trace).
-DEFAULT_SIMILARITY = 0.95
+#: Cosine similarity from which two traces are near-duplicates, by default: the one threshold
+#: (``NEAR_DUPLICATE``, where the measurement behind it is said).
+DEFAULT_SIMILARITY = NEAR_DUPLICATE
 #: How far below ``similarity`` the static first pass proposes candidates, as a share of
 #: ``1 - similarity``: candidates have static cosine ≥ ``1 - 0.4 * (1 - similarity)``. On the
 #: 200 tau-bench conversations the MiniLM pairs at cosine ≥ 0.95 / 0.93 / 0.90 had static

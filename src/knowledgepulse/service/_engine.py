@@ -25,6 +25,7 @@ from .._schema import ReasoningTrace
 from ..kb import ApiKey, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
 from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
+from ..scoring._formulas import NEAR_DUPLICATE
 from ..scoring._scorer import Scorer, ValueScore
 from ._models import (
     Contribution,
@@ -36,10 +37,8 @@ from ._models import (
     TraceListItem,
 )
 
-__all__ = ["Engine", "namespaced_id", "shown_id"]
+__all__ = ["NEAR_DUPLICATE", "Engine", "namespaced_id", "shown_id"]
 
-#: From this similarity up, a stored trace is listed among a trace's near-duplicates.
-NEAR_DUPLICATE = 0.9
 HIDDEN = "a stored trace"
 #: A key id (``kb._keys.new_key``: 6 random bytes in hex) after the ``/`` of a namespaced id.
 _NAMESPACE = re.compile(r"/[0-9a-f]{12}\Z")
