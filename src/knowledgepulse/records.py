@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVAL_SCHEMA",
+    "GROUPS_SCHEMA",
     "SCORE_SCHEMA",
     "EvalRecord",
+    "GroupRecord",
     "Nearest",
     "OutputRecord",
     "ScoreRecord",
@@ -35,6 +37,7 @@ __all__ = [
 
 SCORE_SCHEMA: Final = "knowledgepulse.score/1"
 EVAL_SCHEMA: Final = "knowledgepulse.eval/1"
+GROUPS_SCHEMA: Final = "knowledgepulse.groups/1"
 
 NoveltySource = Literal["embedding", "empty_cache", "no_embedder"]
 
@@ -239,6 +242,30 @@ class EvalRecord(_Line, EvaluationResult):
 
 
 OutputRecord = ScoreRecord | EvalRecord
+
+
+class GroupDuplicate(BaseModel):
+    """A trace dropped as a near-duplicate of the kept one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    similarity: float = Field(description="Cosine similarity to the kept trace (6 decimals).")
+    value: float | None = Field(description="Its value score (None: a stored trace's unknown).")
+
+
+class GroupRecord(_Line, BaseModel):
+    """One group of near-duplicates, a line of ``kp curate --groups``: the trace kept (or the
+    stored trace they duplicate), the traces dropped in its place, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: Literal["knowledgepulse.groups/1"] = Field(default=GROUPS_SCHEMA, alias="schema")
+    kept: str = Field(description="The trace kept, or the stored trace of the knowledge base.")
+    duplicates: list[GroupDuplicate] = Field(description="Most similar first, then by id.")
+    reason: str
+
+
 _SCHEMAS: dict[str, type[ScoreRecord] | type[EvalRecord]] = {
     SCORE_SCHEMA: ScoreRecord,
     EVAL_SCHEMA: EvalRecord,
@@ -277,9 +304,14 @@ def parse_output_record(data: Any) -> ScoreRecord | EvalRecord:
         raise ValueError(problems) from None
 
 
-def json_schema(kind: Literal["trace", "score", "eval"]) -> dict[str, Any]:
-    """The JSON Schema of a ReasoningTrace, a score line or an eval line."""
-    model: Any = {"trace": ReasoningTrace, "score": ScoreRecord, "eval": EvalRecord}[kind]
+def json_schema(kind: Literal["trace", "score", "eval", "groups"]) -> dict[str, Any]:
+    """The JSON Schema of a ReasoningTrace, a score line, an eval line or a groups line."""
+    model: Any = {
+        "trace": ReasoningTrace,
+        "score": ScoreRecord,
+        "eval": EvalRecord,
+        "groups": GroupRecord,
+    }[kind]
     schema: dict[str, Any] = TypeAdapter(model).json_schema(by_alias=True)
     schema.setdefault("$schema", "https://json-schema.org/draft/2020-12/schema")
     return schema

@@ -391,3 +391,21 @@ def test_a_first_pass_does_not_combine_with_a_knowledge_base(tmp_path: Path) -> 
         pytest.raises(ValueError, match="does not combine with a knowledge base"),
     ):
         curate(pile(), embedder=embedder, kb=kb, first_pass=embedder)
+
+
+def test_groups_lines_are_group_records_with_a_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    """kp curate --groups writes one knowledgepulse.groups/1 record per line, and kp schema
+    groups prints its JSON Schema."""
+    from jsonschema import validate
+
+    from knowledgepulse.records import GroupRecord, json_schema
+
+    traces = [make_trace(trace_id=f"kp:trace:{i}") for i in range(3)]
+    result = curate(traces, embedder=HashingEmbedder())
+    line = result.groups[0].to_dict()
+    assert list(line)[:2] == ["schema", "kept"]
+    assert line["schema"] == "knowledgepulse.groups/1"
+    validate(line, json_schema("groups"))
+    assert GroupRecord.model_validate(line).kept == result.groups[0].kept
+    assert main(["schema", "groups"]) == 0
+    assert json.loads(capsys.readouterr().out) == json_schema("groups")

@@ -15,12 +15,14 @@ from ._app import app
         "\b\nExamples:\n"
         "  kp schema trace > reasoning-trace.schema.json\n"
         "  kp schema score\n"
-        "  kp schema eval"
+        "  kp schema eval\n"
+        "  kp schema groups"
     ),
 )
-@click.argument("kind", type=click.Choice(["trace", "score", "eval"]))
+@click.argument("kind", type=click.Choice(["trace", "score", "eval", "groups"]))
 def schema_command(kind: str) -> None:
-    """Print the JSON Schema of a ReasoningTrace (trace), a kp score line or a kp eval line."""
+    """Print the JSON Schema of a ReasoningTrace (trace), a kp score line, a kp eval line or a
+    kp curate --groups line."""
     from ..records import json_schema
 
     click.echo(json.dumps(json_schema(kind), indent=2, ensure_ascii=False))  # type: ignore[arg-type]

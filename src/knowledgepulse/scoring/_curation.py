@@ -32,13 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._schema import ReasoningTrace, parse_trace
 from ._formulas import NEAR_DUPLICATE, NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
 from ._profiles import ProfileRegistry, global_registry
+
+if TYPE_CHECKING:
+    from ..records import GroupRecord
 
 __all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
 
@@ -74,15 +77,21 @@ class DuplicateGroup:
     kept_value: float | None = None
     stored: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kept": self.kept,
-            "duplicates": [
-                {"id": d.id, "similarity": round(d.similarity, 6), "value": d.value}
+    def record(self) -> GroupRecord:
+        """The group as the line ``kp curate --groups`` writes (``knowledgepulse.groups/1``)."""
+        from ..records import GroupDuplicate, GroupRecord
+
+        return GroupRecord(
+            kept=self.kept,
+            duplicates=[
+                GroupDuplicate(id=d.id, similarity=round(d.similarity, 6), value=d.value)
                 for d in self.duplicates
             ],
-            "reason": self.reason,
-        }
+            reason=self.reason,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.record().to_dict()
 
 
 @dataclass
