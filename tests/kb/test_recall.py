@@ -132,7 +132,7 @@ def test_search_and_contribution_spans(base: Path) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from knowledgepulse import _genai_spans
+    from knowledgepulse.kb import _spans as _genai_spans
 
     exporter = InMemorySpanExporter()
     provider = otel.TracerProvider()

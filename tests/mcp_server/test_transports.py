@@ -174,7 +174,7 @@ def test_a_contribution_is_a_create_memory_span(tmp_path: Path) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from knowledgepulse import _genai_spans
+    from knowledgepulse.kb import _spans as _genai_spans
     from knowledgepulse.mcp_server import LOCAL_KEY, TraceMemory
     from knowledgepulse.service._bodies import load_redactor
     from knowledgepulse.service._engine import Engine
