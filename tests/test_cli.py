@@ -195,6 +195,26 @@ def test_validate_lists_every_problem(capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0 and out == ""
 
 
+def test_validate_lists_every_invalid_record_unfolded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 200 records broken the same way: validate lists all 200 (score and import fold them).
+    missing = make_trace()
+    del missing["metadata"]["success"]
+    source = write_jsonl(tmp_path / "t.jsonl", [missing] * 100 + [[1]] * 100)
+    code, out, err = kp(capsys, "validate", str(source))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{source}:{n}: metadata.success: required field is missing" for n in range(1, 101)
+    ] + [f"{source}:{n}: expected a JSON object, got an array" for n in range(101, 201)]
+    assert "more records like these" not in out + err
+    assert "records in: 200 = processed 0 + rejected 200: 0 valid, 200 invalid" in err
+    code, _, err = kp(capsys, "score", "--no-embed", str(source))
+    assert code == 1
+    assert err.count(f"{source}:") == 6
+    assert "… and 97 more records like these (metadata.success: required field is" in err
+
+
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kp(capsys, "--version")
     assert code == 0 and out.startswith("kp (knowledgepulse) ")

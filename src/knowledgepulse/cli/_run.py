@@ -58,7 +58,7 @@ class Tally:
     console: Any
     rejects: LineWriter | None = None
     max_errors: int | None = None
-    show_all: bool = False  # kp validate lists every problem (identical ones still fold)
+    show_all: bool = False  # kp validate lists every problem of every record: no folding
     records_in: int = 0
     processed: int = 0
     rejected: int = 0
@@ -88,6 +88,10 @@ class Tally:
             self.stopped_early = True
 
     def _show(self, rejection: Rejection) -> None:
+        if self.show_all:  # kp validate: its listing is the result, so nothing is folded
+            for line in rejection.lines():
+                self._print(line)
+            return
         # Records rejected for the very same problems are shown a few times, then folded.
         signature = "\n".join(rejection.problems)
         seen = self._same.get(signature, 0)
@@ -95,7 +99,7 @@ class Tally:
         if seen >= SAME_PROBLEM_SHOWN:
             return
         for line in rejection.lines():
-            if self.show_all or self._shown < MAX_REJECTIONS_SHOWN:
+            if self._shown < MAX_REJECTIONS_SHOWN:
                 self._print(line)
             self._shown += 1
 
@@ -113,7 +117,7 @@ class Tally:
                     f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
                 )
                 self._print(f"… and {more:,} more records like these ({like}){where}")
-        if not self.show_all and self._shown > MAX_REJECTIONS_SHOWN:
+        if self._shown > MAX_REJECTIONS_SHOWN:
             hidden = self._shown - MAX_REJECTIONS_SHOWN
             noun = "problem" if hidden == 1 else "problems"
             self._print(f"… {hidden:,} further {noun} not shown{where}")
