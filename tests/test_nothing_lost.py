@@ -375,6 +375,48 @@ def test_score_into_a_closed_pipe_exits_0(three_thousand_traces: Path) -> None:
     assert code == 0
 
 
+def blocked_writing(pid: int) -> bool:
+    """Whether process ``pid`` waits for room in a pipe (its reader does not read)."""
+    try:
+        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.usefixtures("score_workers")
+def test_summary_agrees_with_the_accounting_line_after_an_interrupt(
+    three_thousand_traces: Path,
+) -> None:
+    # kp score writes to a pipe nobody reads until it blocks in the middle of writing a
+    # record; Ctrl-C then arrives while the record is being written, and takes effect once
+    # it is written: that record must be in the summary as in the accounting line.
+    process = subprocess.Popen(
+        [*kp_command(), "score", str(three_thousand_traces)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kp_env(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not blocked_writing(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.2)  # the signal is taken while the write waits
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stderr = err.decode()
+    assert process.returncode == 130, stderr
+    counts = accounting(stderr)
+    written = [json.loads(line) for line in out.decode().splitlines()]
+    assert counts.processed == len(written) > 0
+    assert f"traces scored: {counts.processed} " in stderr
+    assert re.search(rf"^code-review +{counts.processed} ", stderr, re.MULTILINE)  # per domain
+
+
 def max_errors_file(tmp_path: Path) -> Path:
     path = tmp_path / "t.jsonl"
     path.write_text(

@@ -234,6 +234,9 @@ def score_command(
                             trace, score, ScoreRecord.model_validate(line)
                         ).to_dict()
                     passed = line.get("passed")
+                    row = _table_row(ScoreRecord.model_validate(line)) if table else None
+                    # The summary and the table take the line with the tally, all or none:
+                    # a stop taken once the line is written leaves the three agreeing.
                     with _signals_held():
                         out.write_json(line)
                         if passed and accepted_out is not None:
@@ -243,9 +246,9 @@ def score_command(
                         traces_written += 1
                         if trace is conversion.traces[-1] and not conversion.problems:
                             tally.processed += len(conversion.records)
-                    if table:
-                        rows.append(_table_row(ScoreRecord.model_validate(line)))
-                    summary.add(line["score"], line["domain"], passed)
+                        if row is not None:
+                            rows.append(row)
+                        summary.add(line["score"], line["domain"], passed)
                     run.step()
         out.flush()
     tally = run.tally
