@@ -259,13 +259,68 @@ def test_python_m_usage_error_has_no_traceback() -> None:
     )
 
 
-def test_table_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_table_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # not a terminal: the whole table
     code, out, _ = kp(
         capsys, "score", str(EXAMPLES / "traces.jsonl"), "-o", str(tmp_path / "s.jsonl"), "--table"
     )
     assert code == 0
     assert "value scores" in out and "finance-demo-001" in out and "single_thought" in out
     assert len(lines((tmp_path / "s.jsonl").read_text())) == 30
+
+
+@pytest.mark.parametrize(
+    ("columns", "left_out"),
+    [
+        (80, "profile, rules fired, tools, outcome"),
+        (60, "profile, rules fired, tools, outcome, complexity"),
+        (150, None),
+    ],
+)
+def test_table_fits_the_terminal_saying_what_it_left_out(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+    left_out: str | None,
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))  # what a terminal of that width sets
+    monkeypatch.setenv("KNOWLEDGEPULSE_EMBEDDER", "none")
+    output = tmp_path / "s.jsonl"
+    code, out, _ = kp(capsys, "score", str(EXAMPLES / "traces.jsonl"), "-o", str(output), "--table")
+    assert code == 0
+    table = out.splitlines()
+    assert max(len(line.rstrip()) for line in table) <= columns
+    rows = [line for line in table if line.startswith("│")]
+    assert [int(row.split("│")[1]) for row in rows] == list(range(1, 31))  # one row per trace
+    assert ("│ finance-demo-001 " in out) == (columns >= 80)  # a short id whole where it fits
+    long_id = {80: "│ 550e8400-e29b-41d4… │", 60: "│ 550e8400-e2… │"}
+    assert long_id.get(columns, "│ 550e8400-e29b-41d4-a716-446655440000 │") in out
+    assert "│  0.500* │" in out
+    notes = table[table.index(next(line for line in table if line.startswith("└"))) + 1 :]
+    assert notes[0] == "novelty: * no embedder (0.5)"
+    if left_out is None:
+        assert notes == ["novelty: * no embedder (0.5)"]
+        assert "code-review → default" in out
+    else:
+        assert " ".join(note.strip() for note in notes[1:]) == (
+            f"left out to fit {columns} columns: {left_out} (the -o file has every figure)"
+        )
+
+
+def test_table_in_a_file_is_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    output = tmp_path / "s.jsonl"
+    code, out, _ = kp(capsys, "score", str(EXAMPLES / "traces.jsonl"), "-o", str(output), "--table")
+    assert code == 0
+    assert "left out" not in out and "0.500 (no embedder)" in out and "rules fired" in out
+    assert all(
+        line.startswith(("value scores", "┏", "┃", "┡", "│", "└")) for line in out.splitlines()
+    )
 
 
 def test_eval_scheduling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -30,6 +30,8 @@ from ._run import (
     stderr_console,
 )
 from ._run import signals_held as _signals_held
+from ._score_table import print_score_table
+from ._score_table import table_row as _table_row
 
 
 @app.command(
@@ -253,7 +255,7 @@ def score_command(
         out.flush()
     tally = run.tally
     if table:
-        _print_table(rows, threshold)
+        print_score_table(rows, threshold, output)
     if not quiet or tally.interrupted:
         tally.print_folded()
         _print_summary(run.console, summary, tally)
@@ -366,43 +368,3 @@ def _bulk_embedder(no_embed: bool, choice: str, console: Any, quiet: bool) -> An
 
     # A pile often repeats itself (retries, copies): identical texts are embedded once a run.
     return DeduplicatingEmbedder(chosen.embedder)
-
-
-def _table_row(line: Any) -> tuple[str, ...]:
-    source = {"embedding": "", "empty_cache": " (first)", "no_embedder": " (no embedder)"}
-    return (
-        str(line.line),
-        str(line.id).removeprefix("kp:trace:")[:40],
-        line.profile if line.profile == line.domain else f"{line.domain} → {line.profile}",
-        f"{line.score:.3f}" + (" ✓" if line.passed else ""),
-        f"{line.complexity:.3f}",
-        f"{line.novelty:.3f}{source[line.novelty_source]}",
-        f"{line.tool_diversity:.3f}",
-        f"{line.outcome:.3f}",
-        ", ".join(line.rules),
-    )
-
-
-def _print_table(rows: list[tuple[str, ...]], threshold: float | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    title = "value scores" + (
-        f" (✓ = passed threshold {threshold:g})" if threshold is not None else ""
-    )
-    table = Table(title=title, title_justify="left")
-    for name, justify in [
-        ("line", "right"),
-        ("trace", "left"),
-        ("domain → profile", "left"),
-        ("score", "right"),
-        ("complexity", "right"),
-        ("novelty", "right"),
-        ("tools", "right"),
-        ("outcome", "right"),
-        ("rules fired", "left"),
-    ]:
-        table.add_column(name, justify=justify, no_wrap=name != "rules fired")  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*row)
-    Console(width=max(170, Console().width)).print(table)
