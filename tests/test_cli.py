@@ -215,6 +215,32 @@ def test_validate_lists_every_invalid_record_unfolded(
     assert "… and 97 more records like these (metadata.success: required field is" in err
 
 
+def test_concatenated_pretty_printed_traces_are_read_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What `jq . traces.jsonl` writes, with one trace cut short in the middle.
+    pretty = [json.dumps(make_trace(trace_id=f"kp:trace:{n}"), indent=2) for n in range(3)]
+    cut = pretty[1][: len(pretty[1]) // 2]
+    source = tmp_path / "t.jsonl"
+    source.write_text("\n".join([pretty[0], cut, *pretty[1:]]) + "\n")
+    starts = [1]
+    for text in [pretty[0], cut, pretty[1]]:
+        starts.append(starts[-1] + text.count("\n") + 1)
+    code, out, err = kp(capsys, "validate", str(source))
+    assert code == 1, err
+    assert "internal error" not in err
+    assert "records in: 4 = processed 3 + rejected 1: 3 valid, 1 invalid" in err
+    (problem,) = out.splitlines()
+    assert problem.startswith(f"{source}:") and ": invalid JSON: " in problem
+    code, out, err = kp(capsys, "score", "--no-embed", str(source))
+    assert code == 1, err
+    assert [(r["id"], r["line"]) for r in lines(out)] == [
+        ("kp:trace:0", starts[0]),
+        ("kp:trace:1", starts[2]),
+        ("kp:trace:2", starts[3]),
+    ]
+
+
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kp(capsys, "--version")
     assert code == 0 and out.startswith("kp (knowledgepulse) ")
