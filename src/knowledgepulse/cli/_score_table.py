@@ -55,12 +55,14 @@ def print_score_table(
     rows: Sequence[tuple[str, ...]], threshold: float | None, output: str | None
 ) -> None:  # output: the -o file, named in the footnote
     """Print the table on stdout, fitted to the terminal (see the module's docstring)."""
-    from rich.console import Console
     from rich.table import Table
+
+    from ._run import console_class
 
     title = "value scores" + (
         f" (✓ = passed threshold {threshold:g})" if threshold is not None else ""
     )
+    Console = console_class()
     console = Console()
     width = console.width if console.is_terminal or _columns_set() else None
     names, fitted, notes = fit_columns(rows, width)
