@@ -362,6 +362,66 @@ def test_score_on_workers_stopped_exits_128_plus_the_signal(
     assert counts.rejected > 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_curate_stopped_while_curating_accounts_and_writes_nothing(
+    tmp_path: Path, sig: int
+) -> None:
+    from knowledgepulse.embedding import choose_embedder
+
+    if choose_embedder("auto", bulk=True).embedder is None:
+        pytest.skip("kp curate needs an embedder")
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta", "kappa", "lambda", "sigma", "omega"]
+    source = tmp_path / "pile.jsonl"
+    source.write_text(
+        "".join(
+            (
+                "{broken"
+                if is_broken_line(n)
+                else trace_line(n, objective=" ".join(rng.choice(words) for _ in range(12)))
+            )
+            + "\n"
+            for n in range(1, 3001)
+        )
+    )
+    kept, stderr_path = tmp_path / "kept.jsonl", tmp_path / "stderr.txt"
+    env = {k: v for k, v in os.environ.items() if k != "KNOWLEDGEPULSE_EMBEDDER"}
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            [
+                *kp_command(),
+                "curate",
+                str(source),
+                "-o",
+                str(kept),
+                "--groups",
+                str(tmp_path / "g"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            # "embedder: ..." is said once everything is read, as curating starts.
+            while "embedder:" not in stderr_path.read_text() and time.monotonic() < deadline:
+                assert process.poll() is None, stderr_path.read_text()
+                time.sleep(0.01)
+            time.sleep(0.3)
+            assert process.poll() is None, "curating ended before it could be stopped"
+            process.send_signal(sig)
+            code = process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    err = stderr_path.read_text()
+    assert code == 128 + sig, err
+    assert accounting(err) == Accounting(3000, 0, 30, 2970, "interrupted")
+    assert err.endswith("interrupted while curating: nothing was written\n")
+    assert not kept.exists()
+
+
 @pytest.mark.parametrize("command", ["score", "validate"])
 def test_output_and_messages_into_a_closed_pipe_exit_0(big_file: Path, command: str) -> None:
     # kp score FILE 2>&1 | head -1: the pipe closes while kp still writes on both streams.
