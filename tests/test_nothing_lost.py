@@ -364,10 +364,11 @@ def test_score_on_workers_stopped_exits_128_plus_the_signal(
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_curate_stopped_while_curating_accounts_and_writes_nothing(
-    tmp_path: Path, sig: int
+    tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from knowledgepulse.embedding import choose_embedder
 
+    monkeypatch.delenv("KNOWLEDGEPULSE_EMBEDDER")  # kp curate uses the default embedder
     if choose_embedder("auto", bulk=True).embedder is None:
         pytest.skip("kp curate needs an embedder")
     rng = random.Random(7)
