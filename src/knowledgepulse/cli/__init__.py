@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run_command(argv)
     finally:
-        stop_signal = restore_signals()
+        # Without argv, kp is the process (its console script, python -m): it exits next.
+        stop_signal = restore_signals(exiting=argv is None)
     # Stopped by a signal, during a run or in its shutdown: say so, whatever else happened.
     return exit_status_for(stop_signal) if stop_signal is not None else code
 

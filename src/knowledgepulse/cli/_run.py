@@ -231,19 +231,20 @@ def received_signal() -> int | None:
     return _received
 
 
-def restore_signals() -> int | None:
+def restore_signals(*, exiting: bool = False) -> int | None:
     """End of the command: the first signal received since a run started (None: none).
 
-    Without one, the handlers in place before the run are put back. After one, the process
-    is about to exit with 128 + it, and further SIGINT and SIGTERM are ignored: Python puts
-    the default handlers back while it shuts down, and a repeated SIGTERM arriving then
-    would kill it with no exit status.
+    The handlers in place before the run are put back, except when the process is
+    ``exiting`` (``kp`` itself) after a signal: with 128 + it, and further SIGINT and SIGTERM
+    ignored, since Python puts the default handlers back while it shuts down and a repeated
+    SIGTERM arriving then would kill it with no exit status.
     """
     global _previous_handlers, _received, _stopping, _pending_signal, _signals_after_stop
     received = _received
+    ignore = exiting and received is not None
     if _previous_handlers is not None:
         for sig, handler in _previous_handlers.items():
-            signal.signal(sig, handler if received is None else signal.SIG_IGN)
+            signal.signal(sig, signal.SIG_IGN if ignore else handler)
     _previous_handlers, _received, _pending_signal = None, None, None
     _stopping, _signals_after_stop = False, 0
     return received
