@@ -9,13 +9,16 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._schema import ReasoningTrace
 from .._scoring import Scorer, ValueScore, default_scorer
 from ._contribute import contribute
 from ._recording import ACTIVE, Call, Provider, patched_clients, plain
 from ._transcript import build_trace
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 __all__ = ["DEFAULT_THRESHOLD", "CapturedRun", "capture", "captured", "current_run"]
 
@@ -119,7 +122,9 @@ class CapturedRun:
                 logger.warning("knowledgepulse.capture: not contributed: %s", exc)
 
 
-def _kb_scorer(kb: Any, scorer: Scorer | None, threshold: float, stack: ExitStack) -> Scorer:
+def _kb_scorer(
+    kb: KnowledgeBase | str | Path, scorer: Scorer | None, threshold: float, stack: ExitStack
+) -> Scorer:
     """A scorer whose memory is the knowledge base, storing the runs that pass."""
     embedder = scorer.embedder if scorer is not None else default_scorer().embedder
     if isinstance(kb, (str, Path)):
@@ -145,7 +150,7 @@ def capture(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     scorer: Scorer | None = None,
-    kb: Any = None,
+    kb: KnowledgeBase | str | Path | None = None,
     contribute_to: str | None = None,
     api_key: str | None = None,
     agent_id: str | None = None,

@@ -30,7 +30,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
 from ._index import ANN_THRESHOLD
 from ._pgconnect import connect, first_line, redact, register_vector
 from ._sql import Dialect, SQLKnowledgeBase, new_meta_rows
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["PostgresKnowledgeBase"]
 
@@ -87,10 +90,6 @@ def _json(value: Any) -> Any:
     return Json(value)
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
 def _float32(vector: Any) -> FloatArray:
     return np.asarray(vector, dtype=np.float32)
 
@@ -105,7 +104,7 @@ POSTGRESQL = Dialect(
     "VALUES (%s, %s, %s, %b, %s, %s, %s, %s, %s, %s, %s::timestamptz) "
     "ON CONFLICT (id) DO NOTHING",
     json_out=_json,
-    json_in=_same,  # psycopg reads json columns as Python values
+    json_in=lambda value: value,  # psycopg reads json columns as Python values
     vector_out=_float32,
     vector_in=_float32,  # read as float32 arrays already (register_vector)
     time_in=_time_text,
@@ -132,6 +131,7 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
     """
 
     dialect = POSTGRESQL
+    _conn: psycopg.Connection[Any]
 
     def __init__(
         self,
@@ -180,9 +180,7 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
                     raise KnowledgeBaseError(f"{self.location}: no such knowledge base")
                 self._require_vector()
                 self._conn.execute(_SCHEMA)
-                self._executemany(
-                    "INSERT INTO kb_meta (key, value) VALUES (%s, %s)", new_meta_rows()
-                )
+                self._write_meta(new_meta_rows())
             meta = self._meta()
             self._check_format(meta)
             self._require_vector()
@@ -211,17 +209,10 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
 
     # -- the backend's hooks -----------------------------------------------------------------
 
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock, self._errors():
-            return self._conn.execute(sql, list(params)).fetchall()
-
     def _select_stored(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         # Binary: vectors arrive as their float32 bits, not as text.
         with self._lock, self._errors(), self._conn.cursor(binary=True) as cursor:
             return cursor.execute(sql, list(params)).fetchall()
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return max(self._conn.execute(sql, list(params)).rowcount, 0)
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
         with self._conn.cursor() as cursor:
@@ -264,21 +255,16 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
         found: list[list[tuple[str, float]]] = [[] for _ in range(queries.shape[0])]
         if queries.shape[0] == 0:
             return found
-        ann = self._use_ann()
-        if ann and k > max(self._ef_search, ANN_EF_SEARCH):
-            self._set_ef_search(k)
-        elif ann and self._ef_search == 0:
-            self._set_ef_search(ANN_EF_SEARCH)
+        ann, ef_search = self._use_ann(), max(k, ANN_EF_SEARCH)
+        if ann and ef_search > self._ef_search:
+            self._conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+            self._ef_search = ef_search
         # With the tie-break the planner cannot use the HNSW index: an exact scan.
         sql = _NEAREST.format(tiebreak="" if ann else ", seq")
         rows = self._conn.execute(sql, {"queries": list(queries), "k": k}).fetchall()
         for i, trace_id, sim in rows:
             found[int(i) - 1].append((trace_id, float(sim)))
         return found
-
-    def _set_ef_search(self, value: int) -> None:
-        self._conn.execute(f"SET hnsw.ef_search = {int(value)}")
-        self._ef_search = value
 
     def _use_ann(self) -> bool:
         if self._index_mode == "exact" or not self._ann_ready:
@@ -349,10 +335,6 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
             else:
                 problems.append(f"{trace_id}: vector norm {norm:.4f}, not 1")
         return problems
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
 
 
 def _advisory_key(name: str) -> int:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from .._memory import Admit, Nearest
 from ._base import (
@@ -51,6 +51,21 @@ _PAGE = 1000
 _CHUNK = 500
 
 _KB = TypeVar("_KB", bound="SQLKnowledgeBase")
+
+
+class _Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class _Connection(Protocol):
+    """What the shared frame uses of a DB-API connection (``sqlite3``'s, psycopg's)."""
+
+    def execute(self, sql: str, params: Sequence[Any], /) -> _Cursor: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,7 @@ class SQLKnowledgeBase(AccessMixin):
     dialect: ClassVar[Dialect]
     location: str
     identity: EmbeddingIdentity | None
+    _conn: _Connection
 
     def __init__(self, location: str, index: str) -> None:
         if index not in INDEX_MODES:
@@ -101,11 +117,19 @@ class SQLKnowledgeBase(AccessMixin):
         self._index_mode = index
         self._lock = threading.RLock()
 
-    # -- the backend's hooks -----------------------------------------------------------------
+    # -- the connection ----------------------------------------------------------------------
+
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        # Under the lock: the connection is shared by threads, and a read must not see
+        # another thread's write transaction half done.
+        with self._lock, self._errors():
+            return self._conn.execute(sql, list(params)).fetchall()
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement (inside the caller's transaction); the rows it changed."""
-        raise NotImplementedError
+        return max(self._conn.execute(sql, list(params)).rowcount, 0)
+
+    # -- the backend's hooks -----------------------------------------------------------------
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
         """Run one statement per row (inside the caller's transaction); the rows changed."""
@@ -365,7 +389,8 @@ class SQLKnowledgeBase(AccessMixin):
     # -- closing -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        raise NotImplementedError
+        with self._lock:
+            self._conn.close()
 
     def __enter__(self: _KB) -> _KB:
         return self

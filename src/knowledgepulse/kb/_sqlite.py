@@ -89,6 +89,7 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
     """
 
     dialect = SQLITE
+    _conn: sqlite3.Connection
 
     def __init__(
         self,
@@ -151,15 +152,6 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
             super()._write_meta(rows)
 
     # -- the backend's hooks -----------------------------------------------------------------
-
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        # Under the lock: the connection is shared by threads, and a read must not see
-        # another thread's write transaction half done.
-        with self._lock:
-            return self._conn.execute(sql, list(params)).fetchall()
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return max(self._conn.execute(sql, list(params)).rowcount, 0)
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
         before = self._conn.total_changes
@@ -235,7 +227,7 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
         with self._lock:
             if self._index is not None:
                 self._index.save_ann()
-            self._conn.close()
+            super().close()
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from starlette.requests import Request
 
 from .. import __version__
 from .._schema import format_path
-from ..kb import KnowledgeBaseError
+from ..kb import KnowledgeBase, KnowledgeBaseError
 from ._auth import KeyCheck
 from ._bodies import RequestProblem, load_redactor
 from ._engine import Engine
@@ -64,7 +64,7 @@ class ServiceState:
 
 
 def create_app(
-    kb: Any,
+    kb: KnowledgeBase,
     embedder: Any,
     *,
     settings: ServiceSettings | None = None,

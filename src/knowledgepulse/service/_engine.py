@@ -14,7 +14,7 @@ from typing import Any
 from .._memory import Admit, Nearest
 from .._schema import ReasoningTrace
 from .._scoring import Scorer, ValueScore
-from ..kb import ApiKey, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
+from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
 from ..records import ScoreRecord
 from ._models import (
     Contribution,
@@ -36,7 +36,7 @@ HIDDEN = "a stored trace"
 class _LookOnly:
     """Novelty against the base without storing anything (``POST /v1/score``)."""
 
-    def __init__(self, kb: Any) -> None:
+    def __init__(self, kb: KnowledgeBase) -> None:
         self._kb = kb
         self.dimensions: int = kb.dimensions
 
@@ -63,7 +63,7 @@ class _Contributor:
     up by the engine (which knows who may see it), not by the scorer.
     """
 
-    def __init__(self, kb: Any, key: ApiKey, source: str) -> None:
+    def __init__(self, kb: KnowledgeBase, key: ApiKey, source: str) -> None:
         self._kb = kb
         self._key = key
         self._source = source
@@ -95,7 +95,7 @@ class _Contributor:
 class Engine:
     """The base, the embedder and the threshold, and what the endpoints ask of them."""
 
-    kb: Any
+    kb: KnowledgeBase
     embedder: Any
     threshold: float
 
