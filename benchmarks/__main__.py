@@ -462,7 +462,17 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=["embedder", "bulk", "windowing", "cli", "kb", "redaction", "speed", "agent"],
+        choices=[
+            "embedder",
+            "bulk",
+            "windowing",
+            "cli",
+            "kb",
+            "redaction",
+            "speed",
+            "agent",
+            "mcp",
+        ],
         help="leave a group out (repeatable)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -470,8 +480,8 @@ def main() -> None:
         "--tau-bench",
         type=Path,
         metavar="FILE",
-        help="the tau-bench results file the agent rubric is checked against (default: "
-        f"{_corpus.TAU_BENCH})",
+        help="the tau-bench results file (.json or .json.gz) of the agent rubric and MCP "
+        f"recall figures (default: {_corpus.TAU_BENCH.relative_to(_corpus.ROOT)})",
     )
     parser.add_argument(
         "--kb-ann-vectors",
@@ -485,6 +495,12 @@ def main() -> None:
         metavar="N",
         help="traces in the kp score run with the embedder (default 10,000; --quick 2,000): "
         "whole-trace embedding of realistic traces takes ~3 s per 100 on 2 cores",
+    )
+    parser.add_argument(
+        "--mcp-traces",
+        type=int,
+        metavar="N",
+        help="traces in the base of the MCP latency figures (default 20,000; --quick 5,000)",
     )
     args = parser.parse_args()
     print(
@@ -520,6 +536,10 @@ def main() -> None:
 
         bench_kb(args.quick, args.kb_ann_vectors or (50_000 if args.quick else 1_000_000))
         bench_kb_score(args.quick)
+    if "mcp" not in args.skip:
+        from ._mcp import bench_mcp
+
+        bench_mcp(args.quick, args.tau_bench, args.mcp_traces)
     missed = [f.name.strip() for f in FIGURES if f.status == "NOT met"]
     print(f"\n{len(FIGURES)} figures; targets not met: {', '.join(missed) if missed else 'none'}")
     if args.json:

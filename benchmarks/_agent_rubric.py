@@ -9,7 +9,6 @@ are graded too, to show what the rubric can determine in each format.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -34,9 +33,7 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
     from knowledgepulse.rubrics import Case, OutcomeAgreement, ReportBuilder
 
     traces = [
-        trace
-        for record in json.loads(path.read_text(encoding="utf-8"))
-        for trace in convert("openai", record)
+        trace for record in _corpus.load_tau_bench(path) for trace in convert("openai", record)
     ]
     cases = [Case(trace=trace, case_id=trace.id) for trace in traces]
     agreement = OutcomeAgreement()

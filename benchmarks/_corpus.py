@@ -11,7 +11,15 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "traces.jsonl"
-TAU_BENCH = ROOT.parent / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+TAU_BENCH = ROOT / "examples" / "tau-bench" / "gpt-4o-airline.json.gz"
+
+
+def load_tau_bench(path: Path = TAU_BENCH) -> list[dict[str, Any]]:
+    """The records of a tau-bench results file (``.json`` or ``.json.gz``)."""
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        records: list[dict[str, Any]] = json.load(handle)
+    return records
 
 
 def example_traces() -> list[dict[str, Any]]:
@@ -28,7 +36,7 @@ def tau_bench_traces() -> list[dict[str, Any]]:
         return []
     from knowledgepulse.importers import convert
 
-    records = json.loads(TAU_BENCH.read_text(encoding="utf-8"))
+    records = load_tau_bench()
     traces: list[dict[str, Any]] = []
     for record in records:
         traces.extend(trace.to_dict() for trace in convert("openai", record))

@@ -15,12 +15,11 @@ import random
 import string
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
+from ._corpus import TAU_BENCH, load_tau_bench
 from ._figures import Figure, report
 
-TAU_BENCH = Path("/work/shared/data/tau-bench/gpt-4o-airline.json")
 ALNUM = string.ascii_letters + string.digits
 FIRST = ["ana", "bob", "chen", "dara", "eli", "fatima", "goran", "hana", "ivan", "jo"]
 LAST = ["smith", "garcia", "kim", "muller", "rossi", "nguyen", "okafor", "silva"]
@@ -267,7 +266,7 @@ def _string_bytes(value: Any) -> int:
 def tau_bench_traces() -> list[Any]:
     from knowledgepulse.importers import from_openai
 
-    return from_openai(json.loads(TAU_BENCH.read_text()))
+    return from_openai(load_tau_bench())
 
 
 def bench_redaction(quick: bool) -> None:

@@ -1,6 +1,6 @@
 """What value scoring says about the tau-bench airline conversations: solved vs unsolved.
 
-    python examples/tau_bench_scores.py [path/to/gpt-4o-airline.json]
+    python examples/tau_bench_scores.py [path/to/gpt-4o-airline.json[.gz]]
 
 Imports the 200 conversations (OpenAI format, reward 1.0 = solved), scores them in file order
 with one scorer (novelty against the conversations scored before), and compares the groups.
@@ -8,26 +8,24 @@ with one scorer (novelty against the conversations scored before), and compares 
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import knowledgepulse as kp
 from knowledgepulse.importers import convert
 
-DEFAULT = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "data"
-    / "tau-bench"
-    / "gpt-4o-airline.json"
-)
+DEFAULT = Path(__file__).resolve().parent / "tau-bench" / "gpt-4o-airline.json.gz"
 
 
 def main() -> None:
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    records = json.loads(path.read_text(encoding="utf-8"))
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        records = json.load(handle)
     traces = convert("openai", records, task_domain="customer_service")
     scorer = kp.Scorer()
     scores = scorer.score_many(traces)

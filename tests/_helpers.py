@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import gzip
 import hashlib
+import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -96,3 +99,16 @@ class HashingEmbedder:
                 out[row, bucket % self.dimensions] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+
+#: The 200 tau-bench airline conversations shipped with the examples (MIT, gzip-compressed).
+TAU_BENCH = (
+    Path(__file__).resolve().parents[1] / "examples" / "tau-bench" / "gpt-4o-airline.json.gz"
+)
+
+
+def load_tau_bench() -> list[dict[str, Any]]:
+    """The tau-bench conversations as the records of the shipped file."""
+    with gzip.open(TAU_BENCH, "rt", encoding="utf-8") as handle:
+        records: list[dict[str, Any]] = json.load(handle)
+    return records

@@ -31,6 +31,8 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
             "kb",
             "--skip",
             "redaction",
+            "--skip",
+            "mcp",
             "--json",
             str(out_json),
         ],

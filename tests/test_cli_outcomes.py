@@ -17,7 +17,7 @@ from knowledgepulse.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-TAU = ROOT.parent / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+TAU = ROOT / "examples" / "tau-bench" / "gpt-4o-airline.json.gz"
 
 
 @pytest.fixture(autouse=True)

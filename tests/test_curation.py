@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import knowledgepulse as kp
-from _helpers import HashingEmbedder, make_trace
+from _helpers import TAU_BENCH, HashingEmbedder, load_tau_bench, make_trace
 from knowledgepulse._curation import curate
 from knowledgepulse.cli import main
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
 
-TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+TAU = TAU_BENCH
 
 
 def pile() -> list[dict[str, Any]]:
@@ -144,7 +144,7 @@ def test_tau_bench_keeps_a_few_attempts_per_task_whatever_the_order() -> None:
         embedder = _Remembering(select_embedder("onnx"))
     except EmbedderUnavailable as exc:
         pytest.skip(str(exc))
-    records = json.loads(TAU.read_text())
+    records = load_tau_bench()
     traces = [trace for record in records for trace in from_openai(record)]
     reference = curate(traces, embedder=embedder, similarity=0.9)
     for seed in range(10):

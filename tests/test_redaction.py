@@ -204,16 +204,16 @@ def test_redact_trace_walks_every_content_string_and_records_counts() -> None:
     data = redacted.to_dict()
     assert report.policy == "federated"
     assert report.counts == Counter(
-        {"email": 6, "github": 1, "slack": 1, "secret": 1, "card": 1, "phone": 1}
+        {"email": 7, "github": 1, "slack": 1, "secret": 1, "card": 2, "phone": 1}
     )
-    assert data["id"] == "kp:trace:ana@example.com"  # structure is never rewritten
-    assert data["metadata"]["agent_id"] == "agent@example.com"
+    assert data["id"] == "kp:trace:ana@example.com"  # the identity is never rewritten
+    assert data["metadata"]["agent_id"] == "[EMAIL]"
     assert data["metadata"]["ticket"] == {"from": "[EMAIL]"}
     assert data["task"]["objective"] == "Rotate [API_KEY:github] for [EMAIL]"
     assert data["steps"][1]["input"] == {
         "to": ["[EMAIL]"],
         "password": "[SECRET]",
-        "n": 4111111111111111,
+        "n": "[CARD]",
     }
     assert data["steps"][1]["tool"] == {"name": "send", "mcp_server": "mail"}
     assert data["steps"][1]["note"] == "call [PHONE]"
@@ -224,8 +224,60 @@ def test_redact_trace_walks_every_content_string_and_records_counts() -> None:
     }
     assert data["metadata"]["kp_redaction"] == {
         "policy": "federated",
-        "counts": {"card": 1, "email": 6, "github": 1, "phone": 1, "secret": 1, "slack": 1},
+        "counts": {"card": 2, "email": 7, "github": 1, "phone": 1, "secret": 1, "slack": 1},
     }
+
+
+def test_the_tool_object_is_redacted_but_for_the_tool_name() -> None:
+    """Issue 22 item 2: before, the whole step ``tool`` object was skipped."""
+    trace = _trace()
+    trace["steps"][1]["tool"] = {
+        "name": "github_pr_read",
+        "config": {"api_key": OPENAI, "dsn": "postgresql://app:pa55word@db.internal:5432/app"},
+        "description": f"reads PRs; deploy key id {AWS_ID}",
+        "mcp_server": f"https://mcp.example.net/?token={GITHUB}",
+    }
+    redacted, report = redact_trace(trace)
+    assert redacted.to_dict()["steps"][1]["tool"] == {
+        "name": "github_pr_read",
+        "config": {
+            "api_key": "[API_KEY:openai]",
+            "dsn": "postgresql://app:[PASSWORD]@db.internal:5432/app",
+        },
+        "description": "reads PRs; deploy key id [API_KEY:aws]",
+        "mcp_server": "https://mcp.example.net/?token=[API_KEY:github]",
+    }
+    assert report.counts == Counter({"openai": 1, "url_password": 1, "aws": 1, "github": 1})
+
+
+def test_metadata_fields_keys_and_card_numbers_are_checked_too() -> None:
+    trace = _trace()
+    metadata = trace["metadata"]
+    metadata["task_domain"] = "billing for ana@example.com"
+    metadata["framework"] = f"langchain {SLACK}"
+    metadata["validated_by"] = ["reviewer@example.com", "ci"]
+    trace["source_skill"] = "mail bob@example.com"
+    trace["steps"][1]["input"] = {
+        "ana@example.com": {"bob@example.com": 1, "eve@example.com": 2},
+        "cards": [4111111111111111, 5555555555554444.0, 1700000000000, 4111111111111112],
+        "plain": True,
+    }
+    trace["steps"][1]["latency_ms"] = 4111111111111111
+    redacted, report = redact_trace(trace)
+    data = redacted.to_dict()
+    assert data["metadata"]["task_domain"] == "billing for [EMAIL]"
+    assert data["metadata"]["framework"] == "langchain [API_KEY:slack]"
+    assert data["metadata"]["validated_by"] == ["[EMAIL]", "ci"]
+    assert data["source_skill"] == "mail [EMAIL]"
+    assert data["steps"][1]["input"] == {
+        "[EMAIL]": {"[EMAIL]": 1, "[EMAIL] (2)": 2},
+        # A 13-digit timestamp and a number failing Luhn stay numbers.
+        "cards": ["[CARD]", "[CARD]", 1700000000000, 4111111111111112],
+        "plain": True,
+    }
+    assert data["steps"][1]["latency_ms"] is None  # a number field: the card goes
+    assert report.counts == Counter({"email": 6, "slack": 1, "card": 3})
+    assert redact_trace(redacted)[1].counts == Counter()
 
 
 def test_redact_trace_follows_the_privacy_level_unless_told_otherwise() -> None:

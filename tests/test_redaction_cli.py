@@ -102,3 +102,25 @@ def test_an_unknown_level_is_a_usage_error(
     code, out, err = kp(capsys, "redact", str(traces_file), "--policy", "public")
     assert (code, out) == (2, "")
     assert "'public' is not one of 'federated', 'aggregated', 'private'" in err
+
+
+def test_kp_redact_looks_inside_the_tool_object(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 22 item 2: ``kp redact`` skipped the step's tool object, as redact_trace did."""
+    record = _trace(3, "Query the orders", "federated")
+    record["steps"][1]["tool"] = {
+        "name": "github_pr_read",
+        "config": {"api_key": STRIPE},
+        "mcp_server": "postgres://app:hunter22@db.internal/app",
+    }
+    path = tmp_path / "tool.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    code, out, err = kp(capsys, "redact", str(path))
+    assert code == 0
+    assert json.loads(out)["steps"][1]["tool"] == {
+        "name": "github_pr_read",
+        "config": {"api_key": "[API_KEY:stripe]"},
+        "mcp_server": "postgres://app:[PASSWORD]@db.internal/app",
+    }
+    assert err.splitlines()[-1] == "redacted: stripe 1, url_password 1"

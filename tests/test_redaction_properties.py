@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from typing import Any
 
 from benchmarks._redaction import PLANTED_KINDS, leaked, planted_traces, secret_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _planting import TRACES, plant, plantable_paths, secrets_of_every_kind
 from knowledgepulse.redaction import KINDS, redact_text, redact_trace
 
 
@@ -89,3 +91,22 @@ def test_a_secret_never_survives_and_its_placeholder_never_contains_it(
     assert value not in redacted
     assert counts == Counter({kind: 1})
     assert redacted == f"{before}; {redact_text(value)[0]}; {after}"
+
+
+PLANTED = secrets_of_every_kind(seed=22)
+
+
+@settings(max_examples=15, deadline=None)
+@given(TRACES)
+def test_a_secret_planted_at_any_path_of_a_trace_is_never_kept(trace: dict[str, Any]) -> None:
+    """Issue 22 item 2: every kind, at every place of the trace not named exempt (the tool
+    object, metadata fields, dictionary keys, integers) is redacted."""
+    paths = plantable_paths(trace)
+    assert {how for how, _ in paths} == {"string", "key", "number"}
+    for kind, value, text in PLANTED:
+        for how, path in paths:
+            if how == "number" and kind != "card":
+                continue
+            redacted, report = redact_trace(plant(trace, how, path, text, value))
+            assert leaked(redacted.to_json(), [(kind, value)]) == [], (kind, how, path)
+            assert report.counts[kind] >= 1, (kind, how, path)

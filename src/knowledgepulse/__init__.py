@@ -11,6 +11,8 @@
 - :mod:`knowledgepulse.reporting` — summaries and the HTML report.
 - :func:`capture` / :func:`captured` — record an agent's ``openai``/``anthropic`` calls as a
   trace, score it and share it when it passes (:class:`CapturedRun`).
+- :func:`recall` — the stored traces most like a task, as worked examples for a prompt
+  (:class:`Recall`); :mod:`knowledgepulse.mcp_server` serves them to agents over MCP.
 
 Every error raised on purpose is a :class:`KnowledgePulseError`; a missing optional extra is a
 :class:`MissingDependencyError` carrying its pip command.
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
         load_profiles,
         register_profile,
     )
+    from ._recall import Recall, RecalledTrace, recall
     from ._schema import (
         KnowledgeGraphDelta,
         Outcome,
@@ -84,6 +87,8 @@ __all__ = [
     "Outcome",
     "ProfileRegistry",
     "ReasoningTrace",
+    "Recall",
+    "RecalledTrace",
     "ScoreRecord",
     "Scorer",
     "Step",
@@ -104,6 +109,7 @@ __all__ = [
     "get_profile",
     "load_profiles",
     "parse_trace",
+    "recall",
     "register_profile",
     "reset_default_scorer",
     "select_embedder",
@@ -156,6 +162,7 @@ _LAZY = {
     ),
     **dict.fromkeys(["ScoreRecord", "EvalRecord"], ".records"),
     **dict.fromkeys(["capture", "captured", "CapturedRun"], "._capture"),
+    **dict.fromkeys(["recall", "Recall", "RecalledTrace"], "._recall"),
 }
 
 

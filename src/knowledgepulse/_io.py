@@ -40,7 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
+from ._binary_files import SNIFF_BYTES, binary_refusal
+
 __all__ = [
+    "LOG_SUFFIXES",
     "MAX_DEPTH",
     "RECORD_SUFFIXES",
     "STDIN",
@@ -49,9 +52,13 @@ __all__ = [
     "iter_records",
     "json_type_name",
     "parse_json_bytes",
+    "skipped_files",
 ]
 
 RECORD_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+#: Agent logs that are not named as JSON but are read from a directory too: SWE-agent
+#: ``.traj`` trajectories and Inspect AI ``.eval`` archives.
+LOG_SUFFIXES = (".traj", ".eval")
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 #: Deepest nesting of arrays and objects a record may have. The JSON parser stops at this
@@ -117,8 +124,9 @@ def json_type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Files named, with directories expanded recursively (sorted) to their record files.
+def expand_paths(paths: Iterable[str], *, suffixes: tuple[str, ...] = RECORD_SUFFIXES) -> list[str]:
+    """Files named, with directories expanded recursively (sorted) to their record files
+    (names ending in one of ``suffixes``, case-insensitive).
 
     Hidden files and folders inside a directory are skipped; a hidden path named explicitly is
     read. Raises FileNotFoundError for a path that does not exist.
@@ -130,7 +138,7 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
             continue
         path = Path(raw)
         if path.is_dir():
-            files.extend(str(p) for p in _record_files(path))
+            files.extend(str(p) for p in _record_files(path, suffixes))
         elif path.exists():
             files.append(str(path))
         else:
@@ -138,14 +146,35 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
     return files
 
 
-def _record_files(root: Path) -> list[Path]:
+def skipped_files(
+    paths: Iterable[str], *, suffixes: tuple[str, ...] = RECORD_SUFFIXES
+) -> dict[str, int]:
+    """Files inside the named directories that :func:`expand_paths` (with the same
+    ``suffixes``) leaves out because of their extension (hidden files aside), counted by
+    extension (``""`` for none), most frequent first. Files named explicitly are never
+    skipped."""
+    counts: dict[str, int] = {}
+    for raw in paths:
+        if raw == STDIN or not Path(raw).is_dir():
+            continue
+        for folder, subfolders, names in os.walk(raw):
+            subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+            for name in names:
+                if name.startswith(".") or name.lower().endswith(suffixes):
+                    continue
+                suffix = Path(folder, name).suffix.lower()
+                counts[suffix] = counts.get(suffix, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _record_files(root: Path, suffixes: tuple[str, ...] = RECORD_SUFFIXES) -> list[Path]:
     found: list[Path] = []
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
         found.extend(
             Path(folder, name)
             for name in names
-            if not name.startswith(".") and name.lower().endswith(RECORD_SUFFIXES)
+            if not name.startswith(".") and name.lower().endswith(suffixes)
         )
     return sorted(found)
 
@@ -172,12 +201,29 @@ def iter_records(
         is_json = name.lower().endswith((".json", ".json.gz"))
         try:
             with _open_binary(name) as handle:
+                refusal = _binary_refusal(handle, name)
+                if refusal is not None:
+                    # One rejection for the whole file, not one per line of noise.
+                    yield InputRecord(name, 1, error=refusal)
+                    continue
                 if is_json:
                     yield from _records_from_json_file(handle, name, parse)
                 else:
                     yield from _records_from_lines(handle, name, parse)
         except OSError as exc:  # the file itself cannot be opened
             yield InputRecord(name, 1, error=f"cannot read the file: {_os_reason(exc)}")
+
+
+def _binary_refusal(handle: IO[bytes], name: str) -> str | None:
+    """Why a file is refused as a whole (a zip archive, an image...), or ``None``."""
+    peek = getattr(handle, "peek", None)
+    if peek is None:
+        return None
+    try:
+        head = peek(SNIFF_BYTES)[:SNIFF_BYTES]
+    except (OSError, EOFError, zlib.error):
+        return None  # reading reports it, at the line where it breaks
+    return binary_refusal(name, head)
 
 
 def _stdin_bytes(stdin: IO[bytes] | IO[str] | None) -> IO[bytes]:
@@ -398,12 +444,39 @@ def records_from_json_bytes(data: bytes, source: str, parse: bool = True) -> Ite
             yield InputRecord(source, exc.lineno, error=f"invalid JSON: {_json_reason(exc)}")
             return
         end = -1  # lines that are records of their own, some broken: JSONL
+    if end != -1 and _skip_space(text, end) < len(text) and first_line.strip() == "{":
+        # Pretty-printed objects one after another (the OpenTelemetry Python SDK's console
+        # exporter prints spans so): each is a record, located by the line where it starts.
+        documents = _concatenated(text, index)
+        if documents is not None:
+            for start, stop in documents:
+                line = text.count("\n", 0, start) + 1
+                raw = text[start:stop].encode("utf-8", errors="surrogateescape")
+                yield _record_from_bytes(raw, source, line, parse=parse)
+            return
     if end == -1 or _skip_space(text, end) < len(text):
         # Not one document: JSONL in a .json file.
         yield from _records_from_lines(io.BytesIO(data), source, parse)
         return
     line = text.count("\n", 0, index) + 1
     yield _record_from_bytes(data.strip(), source, line, parse=parse)
+
+
+def _concatenated(text: str, index: int) -> list[tuple[int, int]] | None:
+    """Where each of several whitespace-separated JSON objects starts and ends, or ``None``
+    when the text is not only such objects."""
+    decoder = json.JSONDecoder()
+    spans: list[tuple[int, int]] = []
+    while index < len(text):
+        if text[index] != "{":
+            return None
+        try:
+            _, end = decoder.raw_decode(text, index)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        spans.append((index, end))
+        index = _skip_space(text, end)
+    return spans
 
 
 def _is_record(line: str) -> bool:

@@ -48,6 +48,11 @@ class Nearest:
     id: str | None
     similarity: float
 
+    def __post_init__(self) -> None:
+        # float32 dot products of unit vectors reach 1.0000001: a cosine is at most 1.
+        if isinstance(self.similarity, float) and not -1.0 <= self.similarity <= 1.0:
+            object.__setattr__(self, "similarity", _cosine(self.similarity))
+
 
 #: Decides, row by row and inside the memory's lock, whether a row is remembered: called with
 #: the row's position and its nearest entry, it returns what to store with the row (anything
@@ -127,7 +132,7 @@ class VectorCache:
             self._evict_expired(self._clock())
             if self._count == 0 or not row.any():
                 return 0.0
-            return float((self._live() @ row).max())
+            return _cosine(float((self._live() @ row).max()))
 
     def max_cosine_similarities(self, queries: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """:meth:`max_cosine_similarity` for each row of ``queries`` (one matrix product)."""
@@ -139,7 +144,7 @@ class VectorCache:
             best: ExactArray = (batch @ self._live().T).max(axis=1)
         # a zero query is similar to nothing
         result: ExactArray = np.where(batch.any(axis=1), best, 0.0)
-        return result
+        return np.clip(result, -1.0, 1.0)
 
     def clear(self) -> None:
         with self._lock:
@@ -341,6 +346,11 @@ class VectorCache:
         self._start = (self._start + dropped) % self.max_elements
         self._count -= dropped
         return dropped
+
+
+def _cosine(value: float) -> float:
+    """``value`` within [-1, 1], where rounding may have taken a cosine just past."""
+    return min(1.0, max(-1.0, float(value)))
 
 
 def _normalise(rows: FloatArray) -> FloatArray:

@@ -95,6 +95,11 @@ class ScoredUnit(NamedTuple):
     problems: list[str]
     format: str
 
+    @property
+    def counted(self) -> int:
+        """How many records it counts for (ReasoningTrace records: each one)."""
+        return len(self.records)
+
 
 @dataclass(frozen=True)
 class ScoringSettings:

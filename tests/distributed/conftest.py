@@ -12,7 +12,7 @@ import pytest
 from ._corpus import write_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
-TAU_BENCH = ROOT.parent / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+TAU_BENCH = ROOT / "examples" / "tau-bench" / "gpt-4o-airline.json.gz"
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,8 @@ _CURATE_RUNS = [
     ("batch-1", ["--batch-size", "1"]),
     ("batch-7", ["--batch-size", "7"]),
     ("batch-64", ["--batch-size", "64"]),
+    ("workers-1", ["--workers", "1"]),
+    ("workers-2", ["--workers", "2"]),
     ("ray", ["--engine", "ray", "--workers", "2"]),
 ]
 
@@ -79,7 +81,7 @@ def test_kp_score_is_byte_identical_across_batches_workers_and_ray(
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize("embedder", ["auto", "onnx"])
-def test_kp_curate_is_byte_identical_across_batches_and_ray(
+def test_kp_curate_is_byte_identical_across_batches_workers_and_ray(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: str
 ) -> None:
     source = _input(tmp_path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import numpy as np
 import pytest
 
 import knowledgepulse as kp
+from _helpers import TAU_BENCH, load_tau_bench
 from knowledgepulse.embedding import MiniLMEmbedder, MiniLMOpenVINOEmbedder, _torch_bf16
 from knowledgepulse.importers import convert
 
@@ -20,7 +20,7 @@ MIN_COSINE = 0.9999
 TESTS = Path(__file__).parents[1]
 EXAMPLES = TESTS.parent / "examples" / "traces.jsonl"
 TAU_SAMPLE = TESTS / "data" / "tau_bench_sample.json"
-TAU_CORPUS = TESTS.parent / ".." / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+TAU_CORPUS = TAU_BENCH
 
 needs_openvino = pytest.mark.skipif(
     not (OPENVINO_READY and ONNX_READY),
@@ -31,8 +31,7 @@ needs_openvino = pytest.mark.skipif(
 def _tau_bench_texts() -> list[str]:
     """Embedding texts of tau-bench conversations: the full corpus's first 12 where it is
     present, else the four in the test data."""
-    path = TAU_CORPUS if TAU_CORPUS.is_file() else TAU_SAMPLE
-    records = json.loads(path.read_text(encoding="utf-8"))[:12]
+    records = load_tau_bench()[:12]
     return [trace.embedding_text for record in records for trace in convert("openai", record)]
 
 

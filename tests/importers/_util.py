@@ -10,9 +10,7 @@ from knowledgepulse import ReasoningTrace
 
 DATA = Path(__file__).parents[1] / "data" / "importers"
 TAU_SAMPLE = Path(__file__).parents[1] / "data" / "tau_bench_sample.json"
-TAU_CORPUS = (
-    Path(__file__).parents[2] / ".." / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
-)
+TAU_CORPUS = Path(__file__).parents[2] / "examples" / "tau-bench" / "gpt-4o-airline.json.gz"
 
 
 def load(name: str) -> Any:

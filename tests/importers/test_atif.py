@@ -69,6 +69,7 @@ def test_fixture_steps() -> None:
         "format": "atif",
         "source_id": "8C1F5B7E-2D4A-4F0B-9E21-5A6C3D9B0F11",
         "defaulted": ["success", "confidence", "task_domain"],
+        "objective_from": "user_message",
         "model": "claude-sonnet-4-5",
     }
     assert_round_trips(trace)

@@ -41,6 +41,7 @@ def test_gemini_fixture() -> None:
         "format": "gemini",
         "source_id": "pXqmaLr0Ns7i7M8Px4mW-Ak",
         "defaulted": ["success", "confidence", "task_domain"],
+        "objective_from": "user_message",
         "model": "gemini-2.5-flash",
         "finish_reason": "STOP",
     }

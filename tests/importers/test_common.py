@@ -158,6 +158,7 @@ def test_builder_defaults_are_listed() -> None:
         "format": "test",
         "source_id": data["id"].removeprefix("kp:trace:test:"),
         "defaulted": ["success", "confidence", "task_domain", "created_at"],
+        "objective_from": "user_message",
     }
     assert trace.metadata.created_at == datetime(1970, 1, 1, tzinfo=timezone.utc)
     assert data["outcome"] == {"result_summary": "Done.", "confidence": 0.5}
@@ -282,6 +283,14 @@ def test_registry() -> None:
         "atif",
         "gemini",
         "bedrock",
+        "claude-code",
+        "codex",
+        "inspect",
+        "swe-agent",
+        "mini-swe-agent",
+        "openhands",
+        "tau2",
+        "harbor-traces",
     }
     for name, importer in FORMATS.items():
         assert importer.name == name

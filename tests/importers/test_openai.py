@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from _helpers import load_tau_bench
 from knowledgepulse.importers import ConversionError, convert, from_openai
 
 from ._util import TAU_CORPUS, TAU_SAMPLE, assert_round_trips, load, steps
@@ -74,6 +75,7 @@ def test_chat_fixture_steps() -> None:
         "format": "openai",
         "source_id": "chatcmpl-9xK2conv001",
         "defaulted": ["success", "confidence", "task_domain"],
+        "objective_from": "user_message",
         "model": "gpt-4o-2024-08-06",
     }
     assert trace.metadata.success is True
@@ -199,10 +201,6 @@ def test_malformed_arguments_name_the_path() -> None:
             "[0].content: expected a string or an array of parts",
         ),
         (
-            [{"role": "system", "content": "be nice"}, {"role": "assistant", "content": "hello"}],
-            "no user message",
-        ),
-        (
             [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "  "}],
             "no agent steps",
         ),
@@ -211,6 +209,17 @@ def test_malformed_arguments_name_the_path() -> None:
 def test_malformed_messages(messages: list[Any], message: str) -> None:
     with pytest.raises(ConversionError, match=message.replace("[", r"\[").replace("]", r"\]")):
         from_openai(messages)
+
+
+def test_a_conversation_without_a_user_message_is_imported_with_a_defaulted_objective() -> None:
+    # Issue 23: only a trace without steps is refused; the objective is then defaulted.
+    (trace,) = from_openai(
+        [{"role": "system", "content": "be nice"}, {"role": "assistant", "content": "hello"}]
+    )
+    kp_import = trace.to_dict()["metadata"]["kp_import"]
+    assert trace.task.objective == "openai run"
+    assert kp_import["objective_from"] == "format"
+    assert "objective" in kp_import["defaulted"]
 
 
 def test_message_variants() -> None:
@@ -334,7 +343,7 @@ def test_tau_bench_sample_records() -> None:
 
 @pytest.mark.skipif(not TAU_CORPUS.exists(), reason="tau-bench corpus not present")
 def test_tau_bench_corpus() -> None:
-    records = json.loads(TAU_CORPUS.read_text(encoding="utf-8"))
+    records = load_tau_bench()
     assert len(records) == 200
     traces = convert("openai", records)
     assert len(traces) == 200

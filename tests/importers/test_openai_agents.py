@@ -46,6 +46,7 @@ def test_batch_export() -> None:
         "format": "openai-agents",
         "source_id": "trace_5b2e9c0d71a04f6a8e3b1c2d4f6a8b0c",
         "defaulted": ["success", "confidence", "task_domain"],
+        "objective_from": "user_message",
         "workflow_name": "Customer support",
         "group_id": "conv_7f3a",
         "model": "gpt-4.1-mini",
@@ -93,7 +94,7 @@ def test_metadata_gives_the_objective_of_a_responses_only_trace() -> None:
             [{"object": "trace.span", "trace_id": "t", "span_data": {}}],
             r"\[0\]\.span_data\.type: expected a string",
         ),
-        ([{"object": "trace", "id": "t"}], "trace t: no user message"),
+        ([{"object": "trace", "id": "t"}], "trace t: no agent steps"),
     ],
 )
 def test_malformed(record: object, message: str) -> None:

@@ -86,6 +86,7 @@ def test_genai_fixture_groups_traces_and_orders_spans() -> None:
         "format": "otel",
         "source_id": "4bf92f3577b34da6a3ce929d0e0e4736",
         "defaulted": ["confidence", "task_domain"],
+        "objective_from": "user_message",
         "model": "gpt-4.1-2025-04-14",
         "otel_trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
         "otel_span_id": "a000000000000001",
@@ -242,7 +243,7 @@ def test_console_exporter_spans_and_flattened_prompt() -> None:
                     "attributes": _attrs(gen_ai__operation__name="chat"),
                 }
             ),
-            "trace t: no user message",
+            "trace t: no agent steps",
         ),
         ({"nothing": True}, "expected an OTLP export"),
     ],

@@ -138,6 +138,7 @@ def test_collector_batches_group_by_trace_and_a_missing_root_is_noted() -> None:
         "format": "otel",
         "source_id": "1f2e3d4c5b6a79880796a5b4c3d2e1f0",
         "defaulted": ["success", "confidence", "task_domain"],
+        "objective_from": "user_message",
         "otel_trace_id": "1f2e3d4c5b6a79880796a5b4c3d2e1f0",
         "notes": ["root span missing"],
         # The id of the root that never arrived, known from its children.

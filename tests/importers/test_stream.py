@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _helpers import load_tau_bench
 from knowledgepulse._io import InputRecord, iter_records
 from knowledgepulse.importers import (
     Conversion,
@@ -58,7 +59,7 @@ def test_tau_bench_sample_is_one_unit_per_element() -> None:
 
 @pytest.mark.skipif(not TAU_CORPUS.exists(), reason="the shared tau-bench corpus is not here")
 def test_tau_bench_element_with_empty_traj_rejects_only_itself(tmp_path: Path) -> None:
-    records = json.loads(TAU_CORPUS.read_text(encoding="utf-8"))
+    records = load_tau_bench()
     records[57]["traj"] = []
     path = _write(tmp_path / "airline.json", records)
     units = _read([path], "openai")
@@ -66,9 +67,7 @@ def test_tau_bench_element_with_empty_traj_rejects_only_itself(tmp_path: Path) -
     assert sum(len(u.traces) for u in units) == 199
     [rejected] = [u for u in units if u.problems]
     assert rejected.traces == []
-    assert rejected.problems == [
-        "no user message to take the task objective from (pass objective=...)"
-    ]
+    assert rejected.problems == ["traj: empty: the run has no steps"]
     [record] = rejected.records
     assert record.index == 57
     # With indent=2, each element starts on a line of its own that reads "  {".
@@ -353,7 +352,7 @@ def test_nothing_in_nothing_out(tmp_path: Path, fmt: str) -> None:
 
 def test_an_empty_conversation_is_rejected(tmp_path: Path) -> None:
     [unit] = list(read_traces([InputRecord("x.json", 1, data=[])], "openai"))
-    assert unit.problems == ["no user message to take the task objective from (pass objective=...)"]
+    assert unit.problems == ["no agent steps (thoughts, tool calls or tool results) found"]
 
 
 def test_unknown_format_fails_before_reading() -> None:

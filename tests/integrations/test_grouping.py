@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from _helpers import TAU_BENCH
 from knowledgepulse._grouping import MISSING, AttemptGrouper, field_value, group_label, pass_at_k
 from knowledgepulse.cli import main
 
 ROOT = Path(__file__).parents[2]
-TAU_CORPUS = ROOT.parent / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+TAU_CORPUS = TAU_BENCH
 TAU_SAMPLE = ROOT / "tests" / "data" / "tau_bench_sample.json"
 
 

@@ -38,3 +38,29 @@ def test_each_backend_serves_contributions_visibility_and_restarts(
     with serve(kb_location, keys=keys) as again:
         listing = again.client("alice").get("/v1/traces", params={"sort": "-value", "q": "TRACE:P"})
         assert [i["id"] for i in listing.json()["items"]] == ["kp:trace:p"]
+
+
+def test_each_backend_answers_a_key_from_the_traces_it_may_see(
+    serve: Serve, kb_location: str
+) -> None:
+    """Issue 22 item 6 on both backends: the hidden nearest is looked past inside the base's
+    write lock, and a hidden id is namespaced."""
+    words = "gamma delta epsilon zeta"
+    with serve(kb_location) as service:
+        alice, carol = service.client("alice"), service.client("carol")
+        hidden = trace("kp:trace:p", "private", words=words)
+        assert alice.post("/v1/traces", json=hidden).status_code == 201
+        (scored,) = carol.post("/v1/score", json=trace("kp:trace:s", words=words)).json()["records"]
+        assert (scored["nearest"], scored["novelty_source"]) == (None, "empty_cache")
+        copy = carol.post("/v1/traces", json=trace("kp:trace:c", "org", words=words))
+        assert (copy.status_code, copy.json()["nearest"]) == (201, None)
+        same_id = carol.post("/v1/traces", json=trace("kp:trace:p", "org", words="own words"))
+        assert (same_id.status_code, same_id.json()["id"]) == (201, "kp:trace:p")
+        mine = carol.get("/v1/traces/kp:trace:p").json()["trace"]
+        assert mine["task"]["objective"] == "Task own words"
+        listed = carol.get("/v1/traces", params={"q": "trace:p", "sort": "added_at"}).json()
+        assert [item["id"] for item in listed["items"]] == ["kp:trace:p"]
+        assert alice.get("/v1/traces/kp:trace:p").json()["trace"]["task"]["objective"] == (
+            f"Task {words}"
+        )
+        assert len(service.kb) == 3

@@ -137,17 +137,21 @@ def test_visibility_private_org_network_across_three_keys(serve: Serve) -> None:
 def test_a_key_never_learns_the_id_of_a_trace_it_may_not_see(serve: Serve) -> None:
     with serve() as service:
         alice, carol = service.client("alice"), service.client("carol")
-        alice.post("/v1/traces", json=trace("kp:trace:secret", "private", words="gamma delta"))
-        copy = carol.post("/v1/traces", json=trace("kp:trace:mine", words="gamma delta")).json()
-        assert copy["status"] == "rejected"
-        assert copy["nearest"] is None
-        assert "kp:trace:secret" not in json.dumps(copy)
-        assert "near-duplicate of a stored trace (cos 1.00)" in copy["explanation"]
-        scored = carol.post("/v1/score", json=trace("kp:trace:x", words="gamma delta")).json()
-        assert "kp:trace:secret" not in json.dumps(scored)
-        # The same id as a trace carol may not see: refused, and nothing of it is shown.
-        taken = carol.post("/v1/traces", json=trace("kp:trace:secret", "network"))
-        assert taken.status_code == 409
+        words = "gamma delta epsilon zeta eta theta"
+        assert alice.post("/v1/traces", json=trace("kp:trace:secret", "private", words=words))
+        # alice's network trace, near her private one: its record names it to alice only.
+        near = trace("kp:trace:open", "network", words=words + " iota kappa lambda mu nu xi")
+        posted = alice.post("/v1/traces", json=near).json()
+        assert (posted["status"], posted["nearest"]["id"]) == ("accepted", "kp:trace:secret")
+        seen = carol.get("/v1/traces/kp:trace:open").json()
+        assert seen["record"]["nearest"] == {
+            "id": None,
+            "similarity": pytest.approx(0.7125, abs=1e-3),
+        }
+        assert "kp:trace:secret" not in json.dumps(seen)
+        assert "near-duplicate" not in seen["record"]["explanation"]
+        listed = carol.get("/v1/traces").json()["items"]
+        assert [(item["id"], item["nearest"]) for item in listed] == [("kp:trace:open", None)]
         assert "kp:trace:secret" not in json.dumps(
             alice.get("/v1/traces/kp:trace:secret").json()["near_duplicates"]
         )

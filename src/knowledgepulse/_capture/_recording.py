@@ -47,6 +47,8 @@ class Call:
 class Recorder(Protocol):
     def started(self, provider: Provider, request: Mapping[str, Any]) -> Call: ...
 
+    def instruct(self, provider: Provider, request: dict[str, Any]) -> dict[str, Any]: ...
+
 
 #: The run the current context records into (None: calls are not recorded).
 ACTIVE: ContextVar[Recorder | None] = ContextVar("knowledgepulse_capture", default=None)
@@ -77,6 +79,7 @@ def _sync_wrapper(original: Callable[..., Any], provider: Provider) -> Callable[
         if recorder is None:
             return original(self, *args, **kwargs)
         call = recorder.started(provider, kwargs)
+        kwargs = recorder.instruct(provider, kwargs)
         try:
             response = original(self, *args, **kwargs)
         except Exception as exc:
@@ -95,6 +98,7 @@ def _async_wrapper(original: Callable[..., Any], provider: Provider) -> Callable
         if recorder is None:
             return await original(self, *args, **kwargs)
         call = recorder.started(provider, kwargs)
+        kwargs = recorder.instruct(provider, kwargs)
         try:
             response = await original(self, *args, **kwargs)
         except Exception as exc:

@@ -9,15 +9,17 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._schema import ReasoningTrace
 from .._scoring import Scorer, ValueScore, default_scorer
 from ._contribute import contribute
+from ._instructions import first_user_text, with_instructions
 from ._recording import ACTIVE, Call, Provider, patched_clients, plain
 from ._transcript import build_trace
 
 if TYPE_CHECKING:
+    from .._recall import Recall
     from ..kb import KnowledgeBase
 
 __all__ = ["DEFAULT_THRESHOLD", "CapturedRun", "capture", "captured", "current_run"]
@@ -65,6 +67,10 @@ class CapturedRun:
         self.contributed = False
         self.problem: str | None = None
         self.contribution_error: str | None = None
+        #: With ``recall=``: what was recalled for the task (None until the first call).
+        self.recalled: Recall | None = None
+        self.recall_error: str | None = None
+        self._recall: Callable[[str], Recall] | None = None
         self._lock = threading.Lock()
 
     # -- recording (called by the client wrappers) --------------------------------------------
@@ -75,6 +81,24 @@ class CapturedRun:
         with self._lock:
             self.calls.append(call)
         return call
+
+    def instruct(self, provider: Provider, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as sent: with ``recall=``, the worked examples recalled for the task
+        added to its instructions (the recorded request stays the agent's own)."""
+        if self._recall is None:
+            return request
+        with self._lock:
+            if self.recalled is None and self.recall_error is None:
+                query = self.objective or first_user_text(request)
+                try:
+                    if not query:
+                        raise ValueError("no objective and no user message to recall by")
+                    self.recalled = self._recall(query)
+                except Exception as exc:  # recalling never breaks the agent's call
+                    self.recall_error = str(exc)
+                    logger.warning("knowledgepulse.capture: nothing recalled: %s", exc)
+            block = self.recalled.prompt if self.recalled is not None else ""
+        return with_instructions(provider, request, block) if block else request
 
     # -- the outcome ----------------------------------------------------------------------------
 
@@ -143,6 +167,16 @@ def _kb_scorer(
     )
 
 
+def _recaller(scorer: Scorer, k: int) -> Callable[[str], Recall]:
+    from .._recall import recall as recall_similar
+
+    def search(query: str) -> Recall:
+        kb = cast("KnowledgeBase", scorer.cache)  # a scorer from _kb_scorer: its memory is a base
+        return recall_similar(query, kb, k, embedder=scorer.embedder)
+
+    return search
+
+
 @contextmanager
 def capture(
     objective: str | None = None,
@@ -154,6 +188,7 @@ def capture(
     contribute_to: str | None = None,
     api_key: str | None = None,
     agent_id: str | None = None,
+    recall: bool | int = False,
 ) -> Iterator[CapturedRun]:
     """Record the model calls made inside the block and score the run when it ends.
 
@@ -167,6 +202,11 @@ def capture(
         contribute_to: a ``kp serve`` URL; a run that passes is POSTed to ``/v1/traces``.
         api_key: the Bearer key for ``contribute_to`` (default: ``KNOWLEDGEPULSE_API_KEY``).
         agent_id: ``metadata.agent_id``.
+        recall: before the first model call, recall the successful traces of ``kb`` most
+            similar to the task (``objective``, else the first user message) and add them as
+            worked examples to the instructions of every call (the system message; Anthropic's
+            ``system``). ``True``: 5 examples; an int: that many. Needs ``kb``. The recorded
+            requests stay the agent's own; :attr:`CapturedRun.recalled` holds what was found.
 
     Calls through ``openai`` (``chat.completions.create``) and ``anthropic``
     (``messages.create``), sync or async, in this context are recorded: the requests, the
@@ -177,10 +217,14 @@ def capture(
     """
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold!r}")
+    if recall is not False and kb is None:
+        raise ValueError("recall= searches a knowledge base: give kb= too")
     run = CapturedRun(objective=objective, domain=domain, threshold=threshold, agent_id=agent_id)
     with ExitStack() as stack:
         if kb is not None:
             scorer = _kb_scorer(kb, scorer, threshold, stack)
+            if recall is not False:
+                run._recall = _recaller(scorer, 5 if recall is True else int(recall))
         stack.enter_context(patched_clients())
         token = ACTIVE.set(run)
         raised: BaseException | None = None

@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "._keys_cmd",
         "API keys for kp serve: create (shown once, stored hashed), list, revoke.",
     ),
+    "mcp": (
+        "._mcp_cmd",
+        "Serve a knowledge base to an MCP client over stdio: search, read and contribute traces.",
+    ),
     "redact": (
         "._redact_cmd",
         "Replace secrets and personal data in traces by typed placeholders ([EMAIL], "

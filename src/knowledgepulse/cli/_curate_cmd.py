@@ -96,7 +96,14 @@ def curate_command(
     from ..importers import ImportOptions
     from ..kb import EmbeddingIdentity, open_knowledge_base
 
-    check_engine(engine, address, workers)
+    check_engine(engine, address, workers, local_workers=True)
+    if engine == "local" and workers is not None and workers > 1 and not quiet:
+        stderr_console().print(
+            f"--workers {workers}: traces are embedded in this process (the embedder uses "
+            "every core itself); worker processes serve --engine ray",
+            markup=False,
+            highlight=False,
+        )
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
     options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
@@ -123,7 +130,7 @@ def curate_command(
             for conversion in read_conversions(files, source_format, options, run):
                 pile.extend(conversion.traces)
                 if not conversion.problems:
-                    run.tally.processed += len(conversion.records)
+                    run.tally.processed += conversion.counted
                 run.step()
         tally = run.tally
         if tally.interrupted:

@@ -36,7 +36,7 @@ def _epilog() -> str:
         + "\n\n"
         + PATHS_HELP
         + "\n\b\nExamples:\n"
-        "  kp import --from openai ../shared/data/tau-bench/gpt-4o-airline.json -o traces.jsonl\n"
+        "  kp import --from openai examples/tau-bench/gpt-4o-airline.json.gz -o traces.jsonl\n"
         "  kp import --from otel spans.json --domain customer_service -o traces.jsonl\n"
         "  kp import --from auto logs/ -o traces.jsonl --rejects failed.jsonl"
     )
@@ -78,7 +78,7 @@ def import_command(
                         out.write_line(trace.to_json())
                     traces_out += len(conversion.traces)
                     if not conversion.problems:
-                        run.tally.processed += len(conversion.records)
+                        run.tally.processed += conversion.counted
                 run.step()
     tally = run.tally
     if not quiet or tally.interrupted:

@@ -83,7 +83,7 @@ def redact_command(
                         found.update(report.counts)
                     traces_out += len(redacted)
                     if not conversion.problems:
-                        run.tally.processed += len(conversion.records)
+                        run.tally.processed += conversion.counted
                 run.step()
     tally = run.tally
     if not quiet or tally.interrupted:

@@ -37,6 +37,9 @@ class Rejection:
 
     records: Sequence[InputRecord]
     problems: list[str]
+    # How many records it counts for: one for the events of one run (each is still in
+    # --rejects, with its place); None: each record.
+    count: int | None = None
 
     def lines(self) -> list[str]:
         where = self.records[0].where
@@ -79,8 +82,9 @@ class Tally:
         (scored and written), so a deliberate stop loses nothing already read.
         """
         with signals_held():
+            count = rejection.count
+            self.rejected += len(rejection.records) if count is None else count
             for record in rejection.records:
-                self.rejected += 1
                 if self.rejects is not None:
                     self.rejects.write_json(rejection.to_json(record))
         self._show(rejection)
@@ -197,11 +201,36 @@ def stop_signals() -> Iterator[None]:
 def check_paths(paths: Sequence[str]) -> list[str]:
     """The input files, directories expanded; a missing path is a usage error."""
     try:
-        from .._io import expand_paths
+        from .._io import LOG_SUFFIXES, RECORD_SUFFIXES, expand_paths
 
-        return expand_paths(paths)
+        files = expand_paths(paths, suffixes=RECORD_SUFFIXES + LOG_SUFFIXES)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
+    note = skipped_note(paths)
+    if note is not None:
+        click.echo(note, err=True)
+    return files
+
+
+def skipped_note(paths: Sequence[str]) -> str | None:
+    """What a directory scan left out for its extension, so that no file is missed silently:
+    ``skipped 3 files in the directories given, not read as records: .traj (2), .txt (1)``."""
+    from .._io import LOG_SUFFIXES, RECORD_SUFFIXES, skipped_files
+
+    suffixes = RECORD_SUFFIXES + LOG_SUFFIXES
+    skipped = skipped_files(paths, suffixes=suffixes)
+    if not skipped:
+        return None
+    total = sum(skipped.values())
+    kinds = ", ".join(
+        f"{suffix or '(no extension)'} ({count})" for suffix, count in skipped.items()
+    )
+    noun = "file" if total == 1 else "files"
+    read = ", ".join(suffixes)
+    return (
+        f"skipped {total} {noun} in the directories given, not read as records: {kinds} "
+        f"(read: {read}; name a file to read it whatever its extension)"
+    )
 
 
 def refuse_overwriting_inputs(inputs: Sequence[str], **outputs: str | None) -> None:
@@ -334,7 +363,7 @@ def read_conversions(
     except ConversionError as exc:  # an unknown format, refused before reading
         raise click.BadParameter(str(exc), param_hint="--from") from None
     for conversion in conversions:
-        tally.read(len(conversion.records))
+        tally.read(conversion.counted)
         if not conversion.problems:
             yield conversion
             continue
@@ -343,7 +372,7 @@ def read_conversions(
             if hint is not None:
                 hinted = True
                 run.console.print(hint, markup=False, highlight=False, soft_wrap=True)
-        tally.reject(Rejection(conversion.records, conversion.problems))
+        tally.reject(Rejection(conversion.records, conversion.problems, conversion.counted))
         if tally.stopped_early:
             return
         if conversion.traces:

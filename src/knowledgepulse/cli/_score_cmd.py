@@ -245,7 +245,7 @@ def score_command(
                             accepted_out.write_json(data)
                         traces_written += 1
                         if trace is conversion.traces[-1] and not conversion.problems:
-                            tally.processed += len(conversion.records)
+                            tally.processed += conversion.counted
                     if table:
                         rows.append(_table_row(ScoreRecord.model_validate(line)))
                     summary.add(line["score"], line["domain"], passed)
@@ -319,7 +319,7 @@ def _traces_with_conversion(conversions: Any, run: Run) -> Any:
     """(conversion, trace) for every trace; a record with no trace is processed at once."""
     for conversion in conversions:
         if not conversion.traces:
-            run.tally.processed += len(conversion.records)
+            run.tally.processed += conversion.counted
             continue
         for trace in conversion.traces:
             yield conversion, trace

@@ -57,7 +57,7 @@ def write_scores_from_workers(
     try:
         for conversion in conversions:
             if not conversion.traces:
-                tally.processed += len(conversion.records)
+                tally.processed += conversion.counted
                 continue
             last = conversion.traces[-1]
             for scored in conversion.traces:
@@ -67,7 +67,7 @@ def write_scores_from_workers(
                         accepted_out.write_line(scored.accepted)
                     written += 1
                     if scored is last and not conversion.problems:
-                        tally.processed += len(conversion.records)
+                        tally.processed += conversion.counted
                 if table_rows is not None:
                     table_rows.append(table_row(ScoreRecord.model_validate_json(scored.line)))
                 summary.add(scored.value, scored.domain, scored.passed)

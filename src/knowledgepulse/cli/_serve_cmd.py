@@ -55,14 +55,15 @@ from ._kb_cmd import kb_option
     type=click.FloatRange(0.0),
     default=20.0,
     show_default=True,
-    help="Requests per second per key, on average (0: no limit; 429 beyond).",
+    help="Work per second per key, on average: a request is 1, each trace it scores or "
+    "contributes beyond the first 1 more (0: no limit; 429 beyond).",
 )
 @click.option(
     "--burst",
     type=click.IntRange(1),
     default=40,
     show_default=True,
-    help="Requests a key may make at once before --rate applies.",
+    help="Work a key may ask for at once before --rate applies.",
 )
 @click.option(
     "--timeout",
@@ -78,7 +79,7 @@ from ._kb_cmd import kb_option
     type=click.IntRange(1),
     default=4,
     show_default=True,
-    help="Threads embedding and scoring at once.",
+    help="Threads embedding and scoring at once; one key holds at most half of them.",
 )
 @click.option(
     "--drain",
@@ -88,6 +89,31 @@ from ._kb_cmd import kb_option
     show_default=True,
     metavar="SECONDS",
     help="On SIGTERM, how long requests in flight may finish.",
+)
+@click.option(
+    "--header-timeout",
+    "header_timeout_s",
+    type=click.FloatRange(0.1),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A request's headers must arrive within this long (else the connection closes).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="Most connections open at once (at most 3/4 of the open-file limit); past it the "
+    "longest idle one is closed.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="A Host name /mcp answers besides loopback ones (repeatable; default: --host when it "
+    "is a specific address). DNS-rebinding protection for MCP clients.",
 )
 @click.option("--no-embed", is_flag=True, hidden=True)
 def serve_command(
@@ -103,6 +129,9 @@ def serve_command(
     request_timeout_s: float,
     workers: int,
     drain_s: float,
+    header_timeout_s: float,
+    max_connections: int,
+    allowed_hosts: tuple[str, ...],
     no_embed: bool,
 ) -> None:
     """Serve a knowledge base over HTTP: score, contribute, search and read traces.
@@ -132,6 +161,9 @@ def serve_command(
         burst=burst,
         request_timeout_s=request_timeout_s,
         workers=workers,
+        header_timeout_s=header_timeout_s,
+        max_connections=max_connections,
+        allowed_hosts=_mcp_hosts(host, allowed_hosts),
     )
     application = create_app(kb, embedder, settings=settings, threshold=threshold, close_kb=True)
     service = application.state.service
@@ -142,3 +174,12 @@ def serve_command(
         err=True,
     )
     run_server(application, host, port, drain_s=drain_s)
+
+
+def _mcp_hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """The names /mcp answers besides loopback: those given, and the address listened on when
+    it is a specific one (a wildcard address is no name a client uses)."""
+    names = list(allowed)
+    if host not in ("0.0.0.0", "::", "") and host not in names:
+        names.append(f"[{host}]" if ":" in host else host)
+    return tuple(names)

@@ -45,7 +45,7 @@ def validate_command(
         run.tally.show_all = True
         with run:
             for conversion in read_conversions(files, source_format, None, run):
-                run.tally.processed += len(conversion.records)
+                run.tally.processed += conversion.counted
                 run.step()
     tally = run.tally
     tally.print_folded()

@@ -17,10 +17,11 @@ def engine_options(function: F) -> F:
         "--workers",
         type=click.IntRange(min=0),
         metavar="N",
-        help="With --engine ray: embedding workers (default: one per CPU of the cluster). "
-        "kp score without an embedder: processes that validate and score (0 or 1: this "
-        "process; default: one per CPU for inputs of 32 MiB of JSON or more, unless the "
-        "CPUs are busy).",
+        help="Worker processes; never changes the output. With --engine ray: embedding "
+        "workers (default: one per CPU of the cluster). Locally, kp score --no-embed: "
+        "processes that validate and score (0 or 1: this process; default: one per CPU for "
+        "inputs of 32 MiB of JSON or more, unless the CPUs are busy); with an embedder the "
+        "traces are embedded in this process, whose embedder uses every core.",
     )(function)
     function = click.option(
         "--address",

@@ -1,5 +1,7 @@
 """Import agent logs as ReasoningTraces: OpenAI, Anthropic, Gemini, Bedrock, OpenTelemetry
-(with the Vercel AI SDK), OpenAI Agents SDK, Langfuse, LangSmith and ATIF.
+(with the Vercel AI SDK), OpenAI Agents SDK, Langfuse, LangSmith and ATIF, and the agent
+harnesses' own logs: Claude Code, Codex CLI, Inspect AI, SWE-agent, mini-SWE-agent, OpenHands,
+tau2-bench and Harbor's traces export (one module each; see ``docs/importers.md``).
 
 One module per format, one public function each (:func:`from_openai`, :func:`from_anthropic`,
 :func:`from_gemini`, :func:`from_bedrock`, :func:`from_otel`, :func:`from_openai_agents`,
@@ -31,12 +33,19 @@ from ._values import ConversionError
 from .anthropic import from_anthropic
 from .atif import from_atif
 from .bedrock import from_bedrock
+from .claude_code import from_claude_code
+from .codex import from_codex
 from .gemini import from_gemini
+from .harbor_traces import from_harbor_traces
+from .inspect_ai import from_inspect
 from .langfuse import from_langfuse
 from .langsmith import from_langsmith
 from .openai import from_openai
 from .openai_agents import from_openai_agents
+from .openhands import from_openhands
 from .otel import from_otel
+from .swe_agent import from_mini_swe_agent, from_swe_agent
+from .tau2 import from_tau2
 
 __all__ = [
     "FORMATS",
@@ -51,12 +60,20 @@ __all__ = [
     "from_anthropic",
     "from_atif",
     "from_bedrock",
+    "from_claude_code",
+    "from_codex",
     "from_gemini",
+    "from_harbor_traces",
+    "from_inspect",
     "from_langfuse",
     "from_langsmith",
+    "from_mini_swe_agent",
     "from_openai",
     "from_openai_agents",
+    "from_openhands",
     "from_otel",
+    "from_swe_agent",
+    "from_tau2",
     "looks_like_error",
     "read_traces",
     "read_traces_from_paths",

@@ -3,15 +3,23 @@
 An importer walks its source and feeds a :class:`TraceBuilder` three kinds of event (an agent
 thought, a tool call, a tool result) plus the user's messages. The builder then applies:
 
-- **user turns**: the first user message is the task objective; every later one is an
-  ``observation`` step marked ``"source": "user"`` (what the agent was told mid-task is part of
-  its work, as a tool result is). User text is never judged an error.
+- **user turns**: the first user message is the task objective, chosen by the rules of
+  :mod:`._objective` (a known template's task extracted, harness preambles skipped and kept in
+  ``kp_import.objective_context``; where it came from in ``kp_import.objective_from``); every
+  later one is an ``observation`` step marked ``"source": "user"`` (what the agent was told
+  mid-task is part of its work, as a tool result is). User text is never judged an error by
+  its wording; only a harness's parse-error feedback sent as a user turn (Terminus-2's
+  "Previous response had parsing errors:", :func:`~._failures.failure_marker`) fails.
+  Without any user message the objective is defaulted (trace input, agent, span or tool names,
+  listed in ``kp_import.defaulted``): only a trace without steps is refused.
 - **payloads**: base64 and opaque payloads in any text or input are replaced by placeholders
   (:mod:`._binary`), so no step carries kilobytes of noise into the embedded text.
 
 - **error_recovery**: no source format marks it, so it is derived here, once. An observation
-  *fails* when the source flags it (``is_error``, span status ERROR, a run ``error``, ...) or when
-  its text looks like an error (:func:`looks_like_error`). The first agent action (thought or tool
+  *fails* when the source flags it (``is_error``, span status ERROR, a run ``error``, ...), when
+  its text carries a harness's failure marker (:func:`~._failures.failure_marker`: a parse
+  error, a non-zero ``<returncode>``) or when its text looks like an error
+  (:func:`looks_like_error`). The first agent action (thought or tool
   call) after a failed observation becomes an ``error_recovery`` step; a tool call keeps its tool
   and input.
 - **options and defaults**: the caller's :class:`ImportOptions` override the source (listed in
@@ -34,6 +42,17 @@ from knowledgepulse._schema import ReasoningTrace, TraceValidationError
 
 from ._binary import scrub_text, scrub_value
 from ._error_text import looks_like_error
+from ._failures import failure_marker
+from ._objective import (
+    FROM_AGENT_NAME,
+    FROM_FORMAT,
+    FROM_OPTION,
+    FROM_TOOL_NAMES,
+    FROM_USER_MESSAGE,
+    TEMPLATE_PREFIX,
+    preamble_kind,
+    task_from_template,
+)
 from ._options import (
     DEFAULT_CONFIDENCE_KNOWN,
     DEFAULT_CONFIDENCE_UNKNOWN,
@@ -97,6 +116,13 @@ class TraceBuilder:
         self.format = format_name
         self.steps: list[RawStep] = []
         self.objective: str | None = None
+        # Where the objective came from (see ._objective), and user text kept beside it.
+        self.objective_from: str | None = None
+        self.objective_context: list[str] = []
+        # The best objective when no user message comes: (text, where from); marked defaulted.
+        self.fallback: tuple[str, str] | None = None
+        # Why a trace without steps has none, when the source says (a crashed run).
+        self.no_steps_reason: str | None = None
         self.result_summary: str | None = None
         self.source_id: str | None = None
         self.created_at: datetime | None = None
@@ -110,23 +136,68 @@ class TraceBuilder:
 
     # -- events -------------------------------------------------------------------------------
 
-    def user_message(self, text: str | None) -> RawStep | None:
-        """A user message: the first non-blank one is the task objective, each later one an
-        observation step marked ``"source": "user"`` (returned). Blank text is skipped."""
+    def user_message(self, text: str | None, *, origin: str = FROM_USER_MESSAGE) -> RawStep | None:
+        """A user message: the first non-blank one that is not a harness preamble is the task
+        objective (see :meth:`note_objective`), each later one an observation step marked
+        ``"source": "user"`` (returned). Blank text is skipped. ``origin`` says where the text
+        came from when it is an explicit task field or input (see :mod:`._objective`)."""
         if text is None or not text.strip():
             return None
         text = scrub_text(text)
         if self.objective is None:
-            self.objective = text
+            self._offer_objective(text, origin)
             return None
-        step = RawStep("observation", content=text, source=USER_SOURCE)
+        # A harness answering an unparsable response through the user turn: a failure.
+        failed = failure_marker(text) == "parse_error"
+        step = RawStep("observation", content=text, source=USER_SOURCE, failed=failed)
         self.steps.append(step)
         return step
 
-    def note_objective(self, text: str | None) -> None:
-        """A user message seen only for the objective: the first non-blank one is it."""
-        if self.objective is None and text and text.strip():
-            self.objective = scrub_text(text)
+    def note_objective(self, text: str | None, *, origin: str = FROM_USER_MESSAGE) -> None:
+        """A user message seen only for the objective: the first non-blank one that is not a
+        harness preamble is it (a known template's task is extracted from it)."""
+        if not text or not text.strip():
+            return
+        text = scrub_text(text)
+        if self.objective is None:
+            self._offer_objective(text, origin)
+        elif preamble_kind(text) is not None and text not in self.objective_context:
+            self.objective_context.append(text)
+
+    def _offer_objective(self, text: str, origin: str) -> None:
+        extracted = task_from_template(text)
+        if extracted is not None:
+            task, template = extracted
+            self.objective, self.objective_from = task, TEMPLATE_PREFIX + template
+            self.objective_context.append(text)
+        elif preamble_kind(text) is not None:
+            # Kept, not lost; it becomes the objective only if nothing better comes.
+            if text not in self.objective_context:
+                self.objective_context.append(text)
+        else:
+            self.objective, self.objective_from = text, origin
+
+    def set_objective(self, text: str | None, origin: str) -> None:
+        """An explicit task field (a root run's input): the objective whatever came before,
+        a known template's task extracted from it. Blank text is ignored."""
+        if not text or not text.strip():
+            return
+        text = scrub_text(text)
+        if self.objective is not None and self.objective_from == FROM_USER_MESSAGE:
+            self.objective_context.append(self.objective)
+        extracted = task_from_template(text)
+        if extracted is not None:
+            self.objective, self.objective_from = extracted[0], TEMPLATE_PREFIX + extracted[1]
+            self.objective_context.append(text)
+        else:
+            self.objective, self.objective_from = text, origin
+
+    def default_objective(self, text: str | None, origin: str) -> None:
+        """The best objective available when the source has no user message (a trace input,
+        an agent or span name): used, marked defaulted, only if no user message comes. The
+        first one offered wins."""
+        if self.fallback is None and text and text.strip():
+            self.fallback = (scrub_text(text.strip()), origin)
 
     def thought(
         self, text: str | None, *, latency_ms: float | None = None, source: str | None = None
@@ -187,7 +258,7 @@ class TraceBuilder:
             content=content,
             tool=tool or None,
             mcp_server=mcp_server,
-            failed=failed or looks_like_error(content),
+            failed=failed or failure_marker(content) is not None or looks_like_error(content),
             call_id=call_id,
             latency_ms=latency_ms,
             source=source,
@@ -214,15 +285,11 @@ class TraceBuilder:
 
     def build(self, record: Any, options: ImportOptions) -> ReasoningTrace:
         """The trace, with ``options`` and defaults applied and listed in ``metadata.kp_import``."""
-        objective = options.objective or self.objective
-        if objective is None or not objective.strip():
-            raise ConversionError(
-                "", "no user message to take the task objective from (pass objective=...)"
-            )
         if not self.steps:
-            raise ConversionError("", "no agent steps (thoughts, tool calls or tool results) found")
-
+            reason = "no agent steps (thoughts, tool calls or tool results) found"
+            raise ConversionError("", self.no_steps_reason or reason)
         defaulted: list[str] = []
+        objective, objective_from = self._objective(options, defaulted)
         source_id = self.source_id or stable_hash(record)
         if options.trace_id:
             trace_id = options.trace_id
@@ -267,7 +334,11 @@ class TraceBuilder:
             "format": self.format,
             "source_id": source_id,
             "defaulted": defaulted,
+            "objective_from": objective_from,
         }
+        context = [t for t in dict.fromkeys(self.objective_context) if t != objective]
+        if context:
+            kp_import["objective_context"] = context
         if options.given:
             kp_import["overridden"] = options.given
         kp_import.update(self.info)
@@ -296,6 +367,25 @@ class TraceBuilder:
             return ReasoningTrace.model_validate(data)
         except TraceValidationError as exc:
             raise ConversionError.from_validation(exc) from None
+
+    def _objective(self, options: ImportOptions, defaulted: list[str]) -> tuple[str, str]:
+        """The objective and where it came from; a defaulted one is listed in ``defaulted``."""
+        if options.objective:
+            return options.objective, FROM_OPTION
+        if self.objective is not None and self.objective.strip():
+            return self.objective, self.objective_from or FROM_USER_MESSAGE
+        if self.objective_context:
+            # Only preambles came: the first is still what the user sent.
+            return self.objective_context[0], FROM_USER_MESSAGE
+        defaulted.append("objective")
+        if self.fallback is not None:
+            return self.fallback
+        if self.agent_id:
+            return self.agent_id, FROM_AGENT_NAME
+        tools = list(dict.fromkeys(s.tool for s in self.steps if s.type == "tool_call" and s.tool))
+        if tools:
+            return "tools: " + ", ".join(tools), FROM_TOOL_NAMES
+        return f"{self.format} run", FROM_FORMAT
 
     def _step_dicts(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -12,15 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ._objective import preamble_kind
 from ._values import content_text, parse_arguments, stringify
 
 __all__ = [
     "Message",
     "Part",
     "content_parts",
+    "is_response_object",
     "is_role_pair",
+    "is_tool_definition",
     "message_from_chat",
     "message_list",
+    "responses_messages",
     "text_from_value",
 ]
 
@@ -182,6 +186,9 @@ def message_from_chat(obj: Any) -> Message | None:
         if isinstance(data.get(key), str):
             parts.append(Part("reasoning", data[key]))
     parts.extend(content_parts(data.get("content")))
+    if data.get("content") is None and isinstance(data.get("parts"), list):
+        # OTel GenAI messages ({"role", "parts": [{"type": "text", "content": ...}]}).
+        parts.extend(_genai_text_parts(data["parts"]))
     extra = data.get("additional_kwargs")
     extra = extra if isinstance(extra, Mapping) else {}
     calls = data.get("tool_calls") or extra.get("tool_calls") or []
@@ -208,13 +215,90 @@ def message_from_chat(obj: Any) -> Message | None:
         results = [p for p in parts if p.kind == "tool_result"]
         if not results:
             text = "\n".join(p.text for p in parts if p.kind == "text")
+            if not text and data.get("content") not in (None, "", []):
+                # A list of documents or records (a retriever's): kept as JSON, not lost.
+                text = content_text(data.get("content"), result=True)
             results = [Part("tool_result", text=text)]
         for part in results:
             part.call_id = part.call_id or _opt_str(data.get("tool_call_id"))
             part.name = part.name or _opt_str(data.get("name"))
-            part.failed = part.failed or data.get("status") == "error"
+            part.failed = part.failed or data.get("status") == "error" or data.get("error") is True
         parts = results
     return Message(role, parts)
+
+
+def _genai_text_parts(parts: list[Any]) -> list[Part]:
+    """The text of OTel GenAI message parts (tool calls and results are read by
+    :mod:`._genai_parts` where a format logs them)."""
+    out = []
+    for part in parts:
+        if isinstance(part, Mapping) and part.get("type") in ("text", "reasoning"):
+            text = part.get("content", part.get("text"))
+            if isinstance(text, str):
+                out.append(Part("text" if part["type"] == "text" else "reasoning", text))
+    return out
+
+
+def is_tool_definition(obj: Any) -> bool:
+    """Whether a ``role: "tool"`` message is a tool's definition, not its result: Langfuse's
+    LangChain callback logs the tools offered to the model that way
+    (``{"role": "tool", "content": {"type": "function", "function": {...}}}``)."""
+    if not isinstance(obj, Mapping) or obj.get("role") != "tool" or obj.get("tool_call_id"):
+        return False
+    content = obj.get("content")
+    if not isinstance(content, Mapping):
+        return False
+    if content.get("type") == "function" and isinstance(content.get("function"), Mapping):
+        return True
+    return isinstance(content.get("name"), str) and (
+        "parameters" in content or "input_schema" in content
+    )
+
+
+def responses_messages(items: Any) -> list[Message]:
+    """Messages from OpenAI Responses API items (a response's ``output``, or its ``input``).
+
+    ``message`` → its role's text; ``reasoning`` → reasoning; ``function_call`` and
+    ``custom_tool_call`` → a tool call (matched to its output by ``call_id``);
+    ``*_call_output`` → a tool result. Other items are left out.
+    """
+    messages: list[Message] = []
+    for item in items if isinstance(items, (list, tuple)) else []:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type") or ("message" if "role" in item else None)
+        call_id = _opt_str(item.get("call_id")) or _opt_str(item.get("id"))
+        if kind == "message":
+            role = _ROLE_ALIASES.get(str(item.get("role", "assistant")).lower(), "assistant")
+            messages.append(Message(role, content_parts(item.get("content"))))
+        elif kind == "reasoning":
+            texts = [content_text(item.get(key)) for key in ("summary", "content") if item.get(key)]
+            text = "\n".join(t for t in texts if t)
+            if text:
+                messages.append(Message("assistant", [Part("reasoning", text)]))
+        elif kind in ("function_call", "custom_tool_call"):
+            raw = item.get("arguments", item.get("input"))
+            arguments = parse_arguments(raw, "", lenient=True)
+            part = Part("tool_call", call_id=call_id, name=_opt_str(item.get("name")))
+            part.arguments = arguments
+            messages.append(Message("assistant", [part]))
+        elif isinstance(kind, str) and kind.endswith("_call_output"):
+            text = content_text(item.get("output"), result=True)
+            messages.append(
+                Message(
+                    "tool", [Part("tool_result", text=text, call_id=_opt_str(item.get("call_id")))]
+                )
+            )
+    return messages
+
+
+def is_response_object(value: Any) -> bool:
+    """Whether ``value`` is a Responses API response (``{"object": "response", "output": [...]}``)."""
+    return (
+        isinstance(value, Mapping)
+        and isinstance(value.get("output"), list)
+        and (value.get("object") == "response" or str(value.get("id", "")).startswith("resp_"))
+    )
 
 
 _INPUT_KEYS = ("input", "question", "query", "task", "objective", "prompt", "message", "text")
@@ -242,6 +326,9 @@ def text_from_value(value: Any, *, output: bool = False) -> str | None:
         messages = [m for m in map(message_from_chat, message_list(value)) if m is not None]
         role = "assistant" if output else "user"
         texts = [m.text for m in messages if m.role == role and m.text]
+        if not output:
+            # A harness preamble ahead of the task ("Be helpful!") is not the task.
+            texts = [t for t in texts if preamble_kind(t) is None] or texts
         if texts:
             return texts[-1] if output else texts[0]
         return None

@@ -16,7 +16,7 @@ from typing import Any
 from ._otel_spans import Event, Span
 from ._values import ConversionError, at, expect_dict, expect_list, parse_timestamp
 
-__all__ = ["SpanProblem", "read_spans"]
+__all__ = ["SpanProblem", "is_js_span", "read_spans"]
 
 _NOT_OTLP = (
     "expected an OTLP export (resourceSpans or resourceLogs) or a span with context.trace_id"
@@ -99,6 +99,8 @@ def _read_document(document: Any, path: str, origin: int, reading: _Reading) -> 
             record = expect_dict(document, path)
             if "context" not in record and "body" in record:
                 reading.logs.extend(_flat_log(record, path, origin))
+            elif is_js_span(record):
+                reading.spans.append(_js_span(record, path, len(reading.spans), origin))
             else:
                 reading.spans.append(_flat_span(record, path, len(reading.spans), origin))
             return
@@ -145,8 +147,11 @@ def _trace_id_of(raw: Any, key: str) -> str | None:
 def _flat_trace_id(document: Any) -> str | None:
     """The trace of a span or log record as the console exporter prints it, if it is one."""
     if isinstance(document, Mapping) and not _is_export(document):
-        return _trace_id_of(document.get("context"), "trace_id") or _trace_id_of(
-            document, "trace_id"
+        return (
+            _trace_id_of(document.get("context"), "trace_id")
+            or _trace_id_of(document, "trace_id")
+            or _trace_id_of(document.get("spanContext"), "traceId")
+            or _trace_id_of(document, "traceId")
         )
     return None
 
@@ -218,6 +223,79 @@ def _flat_span(span: dict[str, Any], path: str, order: int, origin: int) -> Span
         order=order,
         origin=origin,
     )
+
+
+def is_js_span(record: Mapping[str, Any]) -> bool:
+    """A span of the OpenTelemetry JS SDK: a ``ReadableSpan`` as ``JSON.stringify`` writes it
+    (``spanContext`` or ``_spanContext``, ``[seconds, nanos]`` times) or as its console
+    exporter prints it (``traceId``, ``id``, ``timestamp`` and ``duration`` in µs)."""
+    context = record.get("spanContext", record.get("_spanContext"))
+    if isinstance(context, Mapping) and isinstance(context.get("traceId"), str):
+        return True
+    return (
+        isinstance(record.get("traceId"), str)
+        and isinstance(record.get("id"), str)
+        and "timestamp" in record
+        and "name" in record
+    )
+
+
+def _js_span(span: dict[str, Any], path: str, order: int, origin: int) -> Span:
+    context = _mapping(span.get("spanContext", span.get("_spanContext")))
+    trace_id = context.get("traceId") or span.get("traceId")
+    if not isinstance(trace_id, str) or not trace_id:
+        raise ConversionError(at(path, "spanContext.traceId"), "expected a non-empty string")
+    span_id = context.get("spanId") or span.get("id")
+    parent = span.get("parentSpanId") or span.get("parentId")
+    parent_context = span.get("parentSpanContext")
+    if not parent and isinstance(parent_context, Mapping):
+        parent = parent_context.get("spanId")
+    start = _hr_nanos(span.get("startTime", span.get("_startTime")))
+    end = _hr_nanos(span.get("endTime", span.get("_endTime")))
+    if start is None and isinstance(span.get("timestamp"), (int, float)):
+        start = int(span["timestamp"] * 1000)  # microseconds
+        duration = span.get("duration")
+        if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+            end = start + int(duration * 1000)
+        elif _hr_nanos(duration) is not None:
+            end = start + (_hr_nanos(duration) or 0)
+    status = _mapping(span.get("status"))
+    events = [
+        Event(
+            str(e.get("name", "")),
+            _attributes(e.get("attributes") or {}, at(path, "events")),
+            time=_hr_nanos(e.get("time")),
+            origin=origin,
+        )
+        for e in expect_list(span.get("events", []), at(path, "events"))
+        if isinstance(e, Mapping)
+    ]
+    return Span(
+        trace_id=trace_id,
+        span_id=str(span_id or f"#{order}"),
+        parent_id=parent if isinstance(parent, str) and parent else None,
+        name=str(span.get("name", "")),
+        start=start,
+        end=end,
+        attrs=_attributes(span.get("attributes") or {}, at(path, "attributes")),
+        events=events,
+        status=_status(status.get("code")),
+        status_message=status.get("message") or None,
+        path=path,
+        order=order,
+        origin=origin,
+    )
+
+
+def _hr_nanos(value: Any) -> int | None:
+    """A JS SDK time: ``[seconds, nanoseconds]`` (HrTime); ``None`` for anything else."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        return int(value[0]) * 1_000_000_000 + int(value[1])
+    return None
 
 
 def _otlp_log(raw: Any, path: str, origin: int) -> list[_LogEvent]:

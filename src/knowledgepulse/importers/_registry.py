@@ -9,7 +9,9 @@ from typing import Any
 from knowledgepulse._io import json_type_name
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError
 
+from ._harness import HARNESS_CONVERTERS, HARNESS_DESCRIPTIONS, detect_harness_format
 from ._options import ImportOptions, override_trace_data, resolve_options
+from ._otlp import is_js_span
 from ._values import ConversionError
 from .anthropic import from_anthropic
 from .atif import from_atif
@@ -53,14 +55,32 @@ class Importer:
         return self.convert(record, resolve_options(options, overrides))
 
 
+_NOT_RESPONSES = (
+    "not OpenAI Responses API output (expected a response object with an 'output' list, or "
+    'Responses items such as {"type": "function_call", ...})'
+)
+
+
 def _openai_responses(record: Any, options: ImportOptions | None) -> list[ReasoningTrace]:
-    if (
-        isinstance(record, list)
-        and not is_responses_items(record)
-        and not all(isinstance(r, Mapping) and "output" in r for r in record)
-    ):
-        raise ConversionError("", "expected Responses API items or a response with 'output'")
+    """Only Responses API records: a Chat Completions record is refused with this format's
+    own message (naming the format it looks like), not converted as chat."""
+    if isinstance(record, list):
+        fits = is_responses_items(record) or (bool(record) and all(_is_response(r) for r in record))
+    else:
+        fits = _is_response(record)
+    if not fits:
+        detected = detect_format(record)
+        hint = (
+            f"; it looks like {detected}: use --from {detected}"
+            if detected not in (None, "openai-responses")
+            else ""
+        )
+        raise ConversionError("", _NOT_RESPONSES + hint)
     return from_openai(record, options)
+
+
+def _is_response(record: Any) -> bool:
+    return isinstance(record, Mapping) and isinstance(record.get("output"), list)
 
 
 FORMATS: dict[str, Importer] = {
@@ -94,6 +114,11 @@ FORMATS: dict[str, Importer] = {
     "gemini": Importer("gemini", "Gemini generateContent requests and responses", from_gemini),
     "bedrock": Importer("bedrock", "Amazon Bedrock Converse requests and responses", from_bedrock),
 }
+# Agent harnesses' own logs (Claude Code, Codex, Inspect AI, SWE-agent, OpenHands, tau2-bench).
+FORMATS.update(
+    (name, Importer(name, HARNESS_DESCRIPTIONS[name], converter))
+    for name, converter in HARNESS_CONVERTERS.items()
+)
 
 
 def format_names() -> list[str]:
@@ -165,6 +190,9 @@ def detect_format(record: Any) -> str | None:
         return None
     if first.get("@type") == "ReasoningTrace":
         return TRACE_FORMAT
+    harness = detect_harness_format(items)
+    if harness is not None:
+        return harness
     wrapped = _first_of(first.get("data"))
     if first.get("object") in _AGENTS_OBJECTS or wrapped.get("object") in _AGENTS_OBJECTS:
         return "openai-agents"
@@ -216,6 +244,8 @@ def _looks_otel(record: Mapping[str, Any]) -> bool:
         return True
     context = record.get("context")
     if isinstance(context, Mapping) and "trace_id" in context:
+        return True
+    if is_js_span(record):
         return True
     return "body" in record and ("severity_number" in record or "severity_text" in record)
 

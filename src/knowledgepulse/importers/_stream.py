@@ -10,12 +10,17 @@ A unit is the set of input records that are converted (and rejected) together:
   ``traceId`` and by run tree: the records holding one trace's spans or runs are one unit,
   emitted when the file ends.
 
+A unit of several records of one source (the messages of one conversation, the spans of one
+trace) is one run: it counts once in a run's accounting (:attr:`Conversion.counted`), while its
+problems still name each element (``[7].attributes``).
+
 Problem paths start at the record. In a unit of several records they start at the list
 (``[17].run_type``) or, for the lines of a JSONL file, at the line (``line 17: run_type``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +28,10 @@ from typing import Any
 from knowledgepulse._io import InputRecord
 from knowledgepulse._schema import ReasoningTrace, TraceValidationError, ValidationProblem
 
+from ._harness import FILE_FORMATS, RUN_FORMATS, is_run_part
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
+from ._runs import is_one_run
 from ._values import ConversionError, at
 from .langsmith import convert_tree, plant_trees
 from .openai import is_responses_items
@@ -35,7 +42,7 @@ __all__ = ["Conversion", "read_traces"]
 
 # Formats whose lists may be the parts (messages, items) of one conversation.
 _PART_FORMATS = frozenset(
-    {"openai", "openai-responses", "anthropic", "gemini", "bedrock", AUTO_FORMAT}
+    {"openai", "openai-responses", "anthropic", "gemini", "bedrock", "mini-swe-agent", AUTO_FORMAT}
 )
 # Formats whose records are grouped over the whole source file.
 _GROUPED_FORMATS = frozenset({"otel", "langsmith", "openai-agents"})
@@ -52,16 +59,25 @@ class Conversion:
     traces of a record that also holds broken ones and could not be split (one OTLP document
     with spans of several traces, say): those are kept, the record still counts as rejected.
     ``format``: the format used, after detection (the one asked for when none was found).
+    ``one_run``: the records are the events of one run, counted once (:attr:`counted`).
     """
 
     records: list[InputRecord]
     traces: list[ReasoningTrace]
     problems: list[str]
     format: str
+    # The records are the events of one run (a conversation's messages, one trace's spans).
+    one_run: bool = False
 
     @property
     def rejected(self) -> bool:
         return bool(self.problems)
+
+    @property
+    def counted(self) -> int:
+        """How many records the unit counts for in a run's accounting: one for the events of
+        one run (:func:`~._runs.is_one_run`), else each record."""
+        return 1 if self.one_run else len(self.records)
 
 
 def read_traces(
@@ -158,17 +174,52 @@ class _Stream:
             yield Conversion(parts, [], errors, self.fmt)
             return
         data = [record.data for record in parts]
-        yield self._convert(parts, data, self._format_of(data))
+        name = self._format_of(data)
+        if name == "mini-swe-agent":
+            # A trajectory saved as its bare message list: one run, one record.
+            parts = [_run_record(parts)]
+        conversion = self._convert(parts, data, name)
+        yield dataclasses.replace(conversion, one_run=is_one_run(parts))
 
     def _single(self, record: InputRecord) -> Iterator[Conversion]:
         if record.error is not None:
             yield Conversion([record], [], [record.error], self.fmt)
             return
         name = self._format_of(record.data)
-        if name in _GROUPED_FORMATS:
+        if self.fmt == AUTO_FORMAT and self.grouped:
+            name = self._in_session(name)
+        if name in _GROUPED_FORMATS or (name is not None and is_run_part(name, record.data)):
             self.grouped.append((name, record))
             return
+        if name in RUN_FORMATS:
+            yield from self._runs(record, name)
+            return
         yield self._convert([record], record.data, name)
+
+    def _in_session(self, name: str | None) -> str | None:
+        """Inside a session file, a line of a kind the detection does not know is the
+        session's, and so are a pre-2025-09 Codex rollout's bare Responses items."""
+        session = next((fmt for fmt, _ in reversed(self.grouped) if fmt in FILE_FORMATS), None)
+        if name is None or (session == "codex" and name in ("openai-responses", "openai")):
+            return session
+        return name
+
+    def _runs(self, record: InputRecord, name: str) -> Iterator[Conversion]:
+        """A record holding several runs (an Inspect log's samples, tau2's simulations): one
+        unit per run, each counted as a record of its own (its position as ``index``)."""
+        try:
+            runs = RUN_FORMATS[name](record.data, self.options)
+        except (ConversionError, TraceValidationError) as exc:
+            yield Conversion([record], [], [str(p) for p in exc.problems], name)
+            return
+        for index, (data, convert_run) in enumerate(runs):
+            run = InputRecord(record.source, record.line, data=data, index=index)
+            try:
+                trace = convert_run()
+            except (ConversionError, TraceValidationError) as exc:
+                yield Conversion([run], [], [str(p) for p in exc.problems], name)
+                continue
+            yield Conversion([run], [trace], [], name)
 
     def _format_of(self, data: Any) -> str | None:
         return detect_format(data) if self.fmt == AUTO_FORMAT else self.fmt
@@ -200,11 +251,27 @@ class _Stream:
             positions = [n for n, (fmt, _) in enumerate(grouped) if fmt == name]
             if positions:
                 units.extend((name, unit) for unit in build(records, positions))
+        for name in FILE_FORMATS:
+            positions = [n for n, (fmt, _) in enumerate(grouped) if fmt == name]
+            if positions:
+                units.append((name, self._file_unit(name, records, positions)))
         units.sort(key=lambda item: item[1].positions[0])
         for name, unit in units:
             members = [records[n] for n in unit.positions]
             problems = _render(unit.errors, members)
-            yield Conversion(members, unit.traces, problems, name)
+            if name in FILE_FORMATS:
+                members = [_run_record(members)]
+            yield Conversion(members, unit.traces, problems, name, one_run=is_one_run(members))
+
+    def _file_unit(self, name: str, records: list[InputRecord], positions: list[int]) -> _Unit:
+        """The records of a run written as many records (a session file's lines): one unit."""
+        unit = _Unit(positions=list(positions))
+        entries = [(records[n].data, _prefix(records[n])) for n in positions]
+        try:
+            unit.traces.extend(FILE_FORMATS[name](entries, self.options))
+        except ConversionError as exc:
+            unit.errors.append(exc)
+        return unit
 
     def _otel_units(self, records: list[InputRecord], positions: list[int]) -> list[_Unit]:
         spans, problems = read_spans((records[n].data, _prefix(records[n]), n) for n in positions)
@@ -323,6 +390,15 @@ class _Units:
         for n in self._parent:
             self.of(n).positions.append(n)
         return list(self._units.values())
+
+
+def _run_record(members: list[InputRecord]) -> InputRecord:
+    """The records of one run written as many (a session file's lines, a trajectory's
+    events) as the one record they are: located where the first is, holding them all."""
+    if len(members) == 1:
+        return members[0]
+    first = members[0]
+    return InputRecord(first.source, first.line, data=[member.data for member in members])
 
 
 def _prefix(record: InputRecord) -> str:

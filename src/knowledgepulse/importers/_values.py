@@ -156,7 +156,7 @@ def content_text(content: Any, path: str | None = None, *, result: bool = False)
                 expect_dict(part, at(path, index))
             continue
         kind = part.get("type")
-        if kind in TEXT_PART_TYPES:
+        if isinstance(kind, str) and kind in TEXT_PART_TYPES:
             text = part.get("text")
             if path is not None:
                 texts.append(expect_str(text, at(at(path, index), "text"), allow_empty=True))

@@ -69,7 +69,38 @@ def from_atif(
 
 
 def _trajectory(trajectory: Any, path: str, options: ImportOptions) -> ReasoningTrace:
+    if not is_atif(trajectory):
+        raise ConversionError(path, not_atif(trajectory))
     return atif_trace(expect_dict(trajectory, path), path, options, TraceBuilder("atif"))
+
+
+def is_atif(record: Any) -> bool:
+    """Whether ``record`` is an ATIF trajectory: an object with an ATIF ``schema_version``,
+    or with the ``steps``, ``agent`` and ``session_id`` every trajectory has."""
+    if not isinstance(record, Mapping):
+        return False
+    version = record.get("schema_version")
+    if isinstance(version, str) and version.upper().startswith("ATIF"):
+        return True  # an ATIF record, broken or not: its own problems are named
+    return (
+        isinstance(record.get("steps"), list)
+        and "agent" in record
+        and ("session_id" in record or "trajectory_id" in record)
+    )
+
+
+def not_atif(record: Any) -> str:
+    """Why ``record`` is refused as ATIF, naming the format it looks like when one fits."""
+    from ._registry import detect_format  # the registry imports this module
+
+    message = (
+        "not an ATIF trajectory (expected an object with 'schema_version' \"ATIF-v1.x\", "
+        "'agent' and 'steps')"
+    )
+    detected = detect_format(record)
+    if detected is not None and detected != "atif":
+        message += f"; it looks like {detected}: use --from {detected}"
+    return message
 
 
 def atif_trace(

@@ -1,8 +1,11 @@
 """Langfuse trace exports → ReasoningTraces, one per trace.
 
-Input: a trace as ``GET /api/public/traces/{traceId}`` returns it (``id``, ``timestamp``,
-``name``, ``input``, ``output``, ``observations`` as objects), a list of them, or
-``{"data": [...]}``. Observations are ordered by ``startTime`` and read by ``type``:
+Input: the UI's download ``{"trace": {...}, "observations": [...]}``, a trace as
+``GET /api/public/traces/{traceId}`` returns it (``id``, ``timestamp``, ``name``, ``input``,
+``output``, ``observations`` as objects), a list of them, or ``{"data": [...]}``.
+Observations are ordered by ``startTime`` and read by ``type``; generation messages may be
+chat messages, OTel GenAI messages with ``parts``, or Responses API objects and items (see
+``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
 - ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
   (an assistant message, a list of them, or text) → thoughts, tool calls and tool results,
@@ -17,13 +20,15 @@ Input: a trace as ``GET /api/public/traces/{traceId}`` returns it (``id``, ``tim
 - ``SPAN``, ``CHAIN`` and the rest: a failed observation of ``statusMessage`` when they are
   ``ERROR`` and no observation under them already is; otherwise nothing.
 
-The trace's ``input`` → objective (else the first user message of a generation), ``output`` →
+The trace's ``input`` → objective (else the first user message of a generation, else the
+trace's ``name``, defaulted), ``output`` →
 result summary, ``timestamp`` → ``created_at``, ``id`` → source id; an ``ERROR`` on an
 ``AGENT`` or top-level observation → success false.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,7 +37,16 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._binary import redact_binary
 from ._builder import TraceBuilder
-from ._messages import Message, message_from_chat, text_from_value
+from ._genai_parts import semconv_messages
+from ._messages import (
+    Message,
+    is_response_object,
+    is_tool_definition,
+    message_from_chat,
+    responses_messages,
+    text_from_value,
+)
+from ._objective import FROM_TRACE_INPUT, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
 from ._values import (
@@ -44,6 +58,7 @@ from ._values import (
     parse_timestamp,
     stringify,
 )
+from .openai import is_responses_items
 
 __all__ = ["from_langfuse"]
 
@@ -64,13 +79,26 @@ def from_langfuse(
 
 
 def _traces(record: Any, path: str) -> Iterator[tuple[dict[str, Any], str]]:
-    if isinstance(record, Mapping) and "observations" not in record and "data" in record:
+    if _is_ui_download(record):
+        # The UI's download: the trace and its observations side by side.
+        trace = dict(record["trace"])
+        trace["observations"] = record["observations"]
+        yield trace, path
+    elif isinstance(record, Mapping) and "observations" not in record and "data" in record:
         yield from _traces(record["data"], at(path, "data"))
     elif isinstance(record, Mapping):
         yield dict(record), path
     else:
         for index, item in enumerate(expect_list(record, path)):
             yield expect_dict(item, at(path, index)), at(path, index)
+
+
+def _is_ui_download(record: Any) -> bool:
+    return (
+        isinstance(record, Mapping)
+        and isinstance(record.get("trace"), Mapping)
+        and isinstance(record.get("observations"), list)
+    )
 
 
 def _convert(trace: dict[str, Any], path: str, options: ImportOptions) -> ReasoningTrace:
@@ -87,7 +115,11 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     if isinstance(trace.get("id"), str) and trace["id"]:
         builder.source_id = trace["id"]
     builder.note_time(parse_timestamp(trace.get("timestamp")))
-    builder.user_message(text_from_value(redact_binary(trace.get("input"))))
+    builder.user_message(
+        text_from_value(redact_binary(trace.get("input"))), origin=FROM_TRACE_INPUT
+    )
+    if isinstance(trace.get("name"), str):
+        builder.default_objective(trace["name"], FROM_TRACE_NAME)
     summary = text_from_value(redact_binary(trace.get("output")), output=True)
     if summary is not None:
         builder.result_summary = summary
@@ -154,8 +186,10 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
             builder.info.setdefault("model", observation["model"])
     elif kind in _TOOLS:
         text = stringify(output) if output is not None else (message if failed else None)
+        # Observations ingested over OTel are named after the span: "execute_tool <tool>".
+        tool_name = (name or "").removeprefix("execute_tool").strip() or name or kind.lower()
         replay.tool_run(
-            name or kind.lower(),
+            tool_name,
             call_id=None,
             arguments=parse_arguments(redact_binary(observation.get("input")), "", lenient=True),
             result=text,
@@ -169,16 +203,45 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
 
 
 def _messages(value: Any, role: str) -> list[Message]:
-    """Chat messages in a generation's input or output; bare text has ``role``."""
+    """Chat messages in a generation's input or output; bare text has ``role``.
+
+    Read: chat messages (OpenAI, LangChain), OTel GenAI messages with ``parts`` (Microsoft
+    Agent Framework, Pydantic AI), a Responses API response or its items (OpenAI Agents via
+    OpenInference); LangChain's tool definitions logged as ``role: "tool"`` are not messages.
+    """
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = None
+        if is_response_object(parsed) or isinstance(parsed, list):
+            value = parsed
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         value = value["messages"]
+    if is_response_object(value):
+        return responses_messages(value["output"])
     if isinstance(value, str):
         value = [{"role": role, "content": value}]
     elif isinstance(value, Mapping):
         value = [value if "role" in value else {"role": role, "content": stringify(value)}]
     if not isinstance(value, list):
         return []
-    return [m for m in map(message_from_chat, value) if m is not None]
+    if is_responses_items(value):
+        return responses_messages(value)
+    messages: list[Message] = []
+    for item in value:
+        if is_tool_definition(item):
+            continue
+        if isinstance(item, Mapping) and isinstance(item.get("parts"), list):
+            try:
+                messages.extend(semconv_messages([item], ""))
+            except ConversionError:
+                continue
+            continue
+        message = message_from_chat(item)
+        if message is not None:
+            messages.append(message)
+    return messages
 
 
 def _latency_ms(observation: Mapping[str, Any]) -> float | None:

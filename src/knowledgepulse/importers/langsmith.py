@@ -38,6 +38,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._builder import TraceBuilder
 from ._langsmith_runs import RunTree, plant_trees, trace_key
 from ._messages import Message, message_from_chat, message_list, text_from_value
+from ._objective import FROM_TRACE_INPUT
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
 from ._values import (
@@ -118,8 +119,8 @@ def _read_root(builder: TraceBuilder, root: Mapping[str, Any], path: str) -> Non
     objective = text_from_value(inputs)
     if objective is None and isinstance(inputs, Mapping) and inputs:
         objective = json.dumps(inputs, ensure_ascii=False, default=str)
-    if objective:
-        builder.objective = objective
+    # The root run's inputs are the task as the application received it.
+    builder.set_objective(objective, FROM_TRACE_INPUT)
     outputs = root.get("outputs")
     if outputs:
         summary = _llm_text(outputs) or text_from_value(outputs, output=True)

@@ -7,7 +7,8 @@ Chat Completions (``role`` messages):
 - ``assistant`` ``tool_calls[].function{name, arguments}`` → tool_call (``arguments`` parsed from
   JSON into ``input``), ``custom`` tool calls → ``input = {"input": text}``, legacy
   ``function_call`` → tool_call;
-- ``tool`` (matched to its call by ``tool_call_id``) and legacy ``function`` → observation;
+- ``tool`` (matched to its call by ``tool_call_id``; ``error: true``, as tau2-bench writes it,
+  marks it failed) and legacy ``function`` → observation;
 - the first ``user`` message → ``task.objective``; later ``user`` messages → observation
   steps marked ``"source": "user"``; ``system``/``developer`` messages are not steps.
 
@@ -24,7 +25,8 @@ Records: a list of messages or items; ``{"messages": [...]}`` (optional ``id``, 
 ``created``, and ``choices`` whose first message is appended); a tau-bench record
 ``{task_id, trial, reward, info, traj}`` (``reward`` ≥ 1.0 → success, id
 ``tau-bench:task-<task_id>:trial-<trial>``, ``task_id`` and ``trial`` → ``metadata.kp_import.task``
-and ``trial``, ``info`` → ``metadata.ground_truth``); a Responses object ``{"output": [...]}`` (optional
+and ``trial``, ``info`` → ``metadata.ground_truth``; ``traj: []`` is refused saying the run
+crashed, quoting ``info.error``); a Responses object ``{"output": [...]}`` (optional
 ``id``, ``input``, ``created_at``, ``model``, ``error``; ``status: failed`` or an ``error`` →
 success false).
 """
@@ -135,7 +137,9 @@ def is_responses_items(items: Any) -> bool:
         if not isinstance(item, Mapping):
             continue
         kind = item.get("type")
-        if kind in _RESPONSES_TYPES or (isinstance(kind, str) and kind.endswith("_call_output")):
+        if not isinstance(kind, str):
+            kind = None  # a list or object is no item type (and cannot be looked up in a set)
+        if kind in _RESPONSES_TYPES or (kind is not None and kind.endswith("_call_output")):
             return True
         content = item.get("content")
         if kind == "message" or (
@@ -155,7 +159,10 @@ def is_responses_items(items: Any) -> bool:
 
 def _read_tau_bench(record: Mapping[str, Any], path: str) -> TraceBuilder:
     builder = TraceBuilder("openai")
-    _read_messages(builder, expect_list(record["traj"], at(path, "traj")), at(path, "traj"))
+    traj = expect_list(record["traj"], at(path, "traj"))
+    if not traj:
+        raise ConversionError(at(path, "traj"), _empty_run(record.get("info")))
+    _read_messages(builder, traj, at(path, "traj"))
     task_id, trial = record.get("task_id"), record.get("trial")
     if task_id is not None:
         builder.source_id = f"tau-bench:task-{task_id}" + (
@@ -178,6 +185,18 @@ def _read_tau_bench(record: Mapping[str, Any], path: str) -> TraceBuilder:
         # The task, its expected actions and outputs: what a rubric grades the trace against.
         builder.ground_truth = expect_dict(info, at(path, "info"))
     return builder
+
+
+def _empty_run(info: Any) -> str:
+    """Why a tau-bench run has no steps: its runner writes ``traj: []`` and the exception in
+    ``info.error`` when the run crashed."""
+    error = info.get("error") if isinstance(info, Mapping) else None
+    if error:
+        text = stringify(error).strip()
+        if len(text) > 300:
+            text = text[:299] + "…"
+        return f"empty: the run crashed before its first step: {text}"
+    return "empty: the run has no steps"
 
 
 def _read_chat_record(builder: TraceBuilder, record: Mapping[str, Any], path: str) -> None:
@@ -212,6 +231,8 @@ def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> Non
                 content_text(message.get("content"), at(where, "content")),
                 call_id=call_id if isinstance(call_id, str) else None,
                 tool=message.get("name") if isinstance(message.get("name"), str) else None,
+                # tau2-bench marks a tool message that failed with ``error: true``.
+                failed=message.get("error") is True,
             )
         elif role == "function":
             builder.observation(

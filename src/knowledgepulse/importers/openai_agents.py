@@ -37,6 +37,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import redact_binary
 from ._builder import TraceBuilder
 from ._messages import Message, message_from_chat, text_from_value
+from ._objective import FROM_TASK_FIELD, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
 from ._values import ConversionError, at, expect_list, parse_arguments, parse_timestamp, stringify
@@ -138,6 +139,7 @@ def _convert(trace: AgentsTrace, options: ImportOptions) -> ReasoningTrace:
     info = trace.trace or {}
     if isinstance(info.get("workflow_name"), str):
         builder.info["workflow_name"] = info["workflow_name"]
+        builder.default_objective(info["workflow_name"], FROM_TRACE_NAME)
     if isinstance(info.get("group_id"), str):
         builder.info["group_id"] = info["group_id"]
 
@@ -190,7 +192,7 @@ def _convert(trace: AgentsTrace, options: ImportOptions) -> ReasoningTrace:
     metadata = info.get("metadata")
     if builder.objective is None and isinstance(metadata, Mapping):
         for key in _OBJECTIVE_KEYS:
-            builder.user_message(text_from_value(metadata.get(key)))
+            builder.user_message(text_from_value(metadata.get(key)), origin=FROM_TASK_FIELD)
     return builder.build({"trace_id": trace.trace_id}, options)
 
 

@@ -3,8 +3,10 @@
 Input: an OTLP JSON export ``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``, with
 or without ``resourceLogs`` (GenAI events as log records, joined to their spans), or a list of
 them (e.g. one per line of a ``.jsonl`` file), or spans as the SDK's console exporter prints
-them (``context.trace_id``, ``parent_id``, ``start_time``, attributes as an object); see
-:mod:`._otlp`. Spans are grouped by ``traceId`` and ordered by start time. Vercel AI SDK spans
+them (``context.trace_id``, ``parent_id``, ``start_time``, attributes as an object), or JS
+SDK spans (``spanContext``, ``[seconds, nanos]`` times); see :mod:`._otlp`. Without captured
+content (the GenAI default) the trace is its tool spans, its objective defaulted to the
+agent's name, else the top agent or root span's name. Spans are grouped by ``traceId`` and ordered by start time. Vercel AI SDK spans
 are routed on ``ai.operationId`` (:mod:`.vercel`). Each trace keeps ``otel_trace_id`` and
 ``otel_span_id`` (the top agent span, else the root) in ``metadata.kp_import``; a trace whose
 root span is missing is noted there (``notes``).
@@ -13,10 +15,10 @@ Each span is routed on ``gen_ai.operation.name`` or OpenInference's ``openinfere
 
 - **tool** (``execute_tool``, ``TOOL``, ``RETRIEVER``, or any span with ``gen_ai.tool.name``):
   tool_call ``gen_ai.tool.name``/``tool.name`` (else the span name after ``execute_tool``) with
-  ``gen_ai.tool.call.arguments``/``input.value`` as ``input`` (JSON object; other text is kept
+  ``gen_ai.tool.call.arguments``/``gen_ai.tool.input`` (Sentry)/``input.value`` as ``input`` (JSON object; other text is kept
   as ``{"input": text}``), unless an earlier LLM output already holds that call (same
   ``gen_ai.tool.call.id``, else the same tool name); then an observation of
-  ``gen_ai.tool.call.result``/``output.value``. Status ERROR marks it failed (its text is the
+  ``gen_ai.tool.call.result``/``gen_ai.tool.output`` (Sentry)/``output.value``. Status ERROR marks it failed (its text is the
   status message or the ``exception`` event when there is no result). The span's duration is the
   tool call's ``latency_ms``.
 - **LLM** (``chat``, ``text_completion``, ``generate_content``, ``LLM``, or a span carrying
@@ -51,6 +53,7 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import redact_binary
 from ._builder import TraceBuilder
 from ._messages import text_from_value
+from ._objective import FROM_AGENT_NAME, FROM_SPAN_NAME, FROM_TRACE_INPUT
 from ._options import ImportOptions, resolve_options
 from ._otel_spans import DETAILS_EVENT, MESSAGE_EVENTS, Span, span_calls, span_messages, unflatten
 from ._otlp import SpanProblem, read_spans
@@ -184,8 +187,10 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
 
     if top is not None:
         inputs, outputs = span_messages(top)
-        first_user = next((m.text for m in inputs if m.role == "user" and m.text), None)
-        builder.user_message(first_user or text_from_value(top.attrs.get("input.value")))
+        for message in inputs:
+            if message.role == "user" and message.text:
+                builder.note_objective(message.text)
+        builder.user_message(text_from_value(top.attrs.get("input.value")), origin=FROM_TRACE_INPUT)
         last = [m.text for m in outputs if m.role == "assistant" and m.text]
         summary = last[-1] if last else text_from_value(top.attrs.get("output.value"), output=True)
         if summary is not None:
@@ -226,7 +231,14 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
         elif span.kind == "tool":
             _tool_span(replay, span)
         if span.kind in ("llm", "agent") and builder.objective is None:
-            builder.user_message(text_from_value(span.attrs.get("input.value")))
+            builder.user_message(
+                text_from_value(span.attrs.get("input.value")), origin=FROM_TRACE_INPUT
+            )
+    # Content capture off (the GenAI instrumentations' default): no message, only names.
+    builder.default_objective(builder.agent_id, FROM_AGENT_NAME)
+    speaker = top or root
+    if speaker is not None:
+        builder.default_objective(speaker.name, FROM_SPAN_NAME)
     return builder.build({"traceId": otel_id}, options)
 
 
@@ -280,9 +292,12 @@ def _tool_span(replay: Replay, span: Span) -> None:
         name = name or span.name.removeprefix("execute_tool").strip() or span.name or "tool"
         raw_id = attrs.get("gen_ai.tool.call.id") or attrs.get("tool_call.id")
         call_id = str(raw_id) if raw_id else None
-        raw_args = attrs.get("gen_ai.tool.call.arguments", attrs.get("input.value"))
+        # Sentry's SDKs name them gen_ai.tool.input/gen_ai.tool.output.
+        raw_args = _first_of(
+            attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.input", "input.value"
+        )
         arguments = parse_arguments(raw_args, "", lenient=True)
-        result = attrs.get("gen_ai.tool.call.result", attrs.get("output.value"))
+        result = _first_of(attrs, "gen_ai.tool.call.result", "gen_ai.tool.output", "output.value")
         if result is None and any(k.startswith("retrieval.documents.") for k in attrs):
             result = _retrieval_documents(attrs)
     failed = span.status == "error"
@@ -298,6 +313,14 @@ def _tool_span(replay: Replay, span: Span) -> None:
         failed=failed,
         latency_ms=span.latency_ms,
     )
+
+
+def _first_of(attrs: Mapping[str, Any], *keys: str) -> Any:
+    """The value of the first of ``keys`` present in ``attrs`` (``None`` when none is)."""
+    for key in keys:
+        if key in attrs:
+            return attrs[key]
+    return None
 
 
 def _retrieval_documents(attrs: Mapping[str, Any]) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import KnowledgePulseError
-from .._memory import Admit, Nearest, _normalise, exact_rows
+from .._memory import Admit, Nearest, _cosine, _normalise, exact_rows
 
 logger = logging.getLogger("knowledgepulse")
 
@@ -156,6 +156,10 @@ class Hit:
 
     id: str
     similarity: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.similarity, float) and not -1.0 <= self.similarity <= 1.0:
+            object.__setattr__(self, "similarity", _cosine(self.similarity))  # at most 1
 
 
 @dataclass(frozen=True)

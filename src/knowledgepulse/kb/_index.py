@@ -188,6 +188,7 @@ class VectorIndex:
             if self._ann is not None and self.ann_path is not None and self._ann_rows:
                 tmp = self.ann_path.with_name(self.ann_path.name + ".tmp")
                 self._ann.save(str(tmp))
+                tmp.chmod(0o600)  # the base's vectors, private like the base itself
                 tmp.replace(self.ann_path)
 
 

@@ -179,6 +179,7 @@ def listing_query(
     mark: str,
     objective_sql: str,
     like: str,
+    trace_id_sql: str = "id",
     sort: str,
     domain: str | None,
     text: str | None,
@@ -187,6 +188,8 @@ def listing_query(
 
     Args:
         objective_sql: the backend's expression for the trace's ``task.objective``.
+        trace_id_sql: the backend's expression for the trace's own ``id``: the id as
+            contributed, not the row's (which the service may have namespaced).
         like: the backend's case-insensitive LIKE (``LIKE`` in SQLite, ``ILIKE`` in PostgreSQL).
         sort: one of :data:`SORTS`.
         domain: only this ``task_domain``.
@@ -200,7 +203,10 @@ def listing_query(
         params.append(domain)
     if text:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        where += f" AND (id {like} {mark} ESCAPE '\\' OR {objective_sql} {like} {mark} ESCAPE '\\')"
+        where += (
+            f" AND ({trace_id_sql} {like} {mark} ESCAPE '\\'"
+            f" OR {objective_sql} {like} {mark} ESCAPE '\\')"
+        )
         params += [pattern, pattern]
     column = sort.lstrip("-")
     direction = "DESC" if sort.startswith("-") else "ASC"
@@ -368,6 +374,7 @@ class AccessMixin:
             mark=self.dialect.mark,
             objective_sql=self.dialect.objective_sql,
             like=self.dialect.like,
+            trace_id_sql=self.dialect.trace_id_sql,
             sort=sort,
             domain=domain,
             text=text,

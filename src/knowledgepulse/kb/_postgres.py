@@ -98,6 +98,7 @@ POSTGRESQL = Dialect(
     mark="%s",
     like="ILIKE",
     objective_sql="trace->'task'->>'objective'",
+    trace_id_sql="COALESCE(trace->>'id', id)",
     vector_column="embedding",
     insert_trace="INSERT INTO traces (id, trace, record, embedding, value, domain, visibility, "
     "owner, org, source, added_at) "

@@ -78,6 +78,9 @@ class Dialect:
     like: str
     #: The expression for a stored trace's ``task.objective``.
     objective_sql: str
+    #: The expression for a stored trace's own ``id``: the id as contributed, not the row's
+    #: (which the service may have namespaced).
+    trace_id_sql: str
     #: The ``traces`` column holding the vector.
     vector_column: str
     #: The statement inserting one ``traces`` row (id, trace, record, vector, value, domain,

@@ -13,9 +13,10 @@ in-memory vectors (:class:`~._index.VectorIndex`) and its checks.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,7 @@ SQLITE = Dialect(
     mark="?",
     like="LIKE",
     objective_sql="json_extract(trace, '$.task.objective')",
+    trace_id_sql="COALESCE(json_extract(trace, '$.id'), id)",
     vector_column="vector",
     insert_trace="INSERT OR IGNORE INTO traces (id, trace, record, vector, value, domain, "
     "visibility, owner, org, source, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -105,6 +107,7 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
             if not create:
                 raise KnowledgeBaseError(f"{self.location}: no such knowledge base")
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         elif self.path.is_dir():
             raise KnowledgeBaseError(f"{self.location}: is a directory, not a knowledge base")
         self._index: VectorIndex | None = None
@@ -228,6 +231,14 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
             if self._index is not None:
                 self._index.save_ann()
             super().close()
+
+
+def _create_private(path: Path) -> None:
+    """An empty file only its owner may read and write (0600): the base holds the traces and
+    the API keys' hashes. SQLite gives its -wal and -shm files the same mode."""
+    # FileExistsError: another process created it meanwhile; its mode is theirs to set.
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
 @contextmanager

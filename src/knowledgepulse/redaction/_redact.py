@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._schema import ReasoningTrace, parse_trace
+from ._checks import is_card_number
 from ._detectors import BIRTH_FIELD_NAMES, DATE, SECRET_FIELD_NAMES
 from ._policy import RedactionPolicy, resolve_policy
 
@@ -20,25 +21,19 @@ METADATA_KEY = "kp_redaction"
 _TWO_DIGITS = re.compile(r"\d\d")
 _PLACEHOLDER = re.compile(r"\[[A-Z_]+(?::[a-z_]+)?\]")
 
-# Fields that are the trace's structure, not its content: never rewritten. Numbers and
-# booleans are never rewritten either; only strings are examined.
-_TOP_SCHEMA = frozenset({"@context", "@type", "id", "source_skill"})
-_METADATA_SCHEMA = frozenset(
-    {
-        "created_at",
-        "agent_id",
-        "framework",
-        "task_domain",
-        "success",
-        "quality_score",
-        "visibility",
-        "privacy_level",
-        "validated_by",
-        METADATA_KEY,
-    }
+# What is never rewritten: the trace's identity and structure (its id, ``@context`` and
+# ``@type``, step ids and types, tool names), and the metadata fields whose type leaves no
+# room for a secret (a date-time, a boolean, a number in [0, 1], two enumerations, and the
+# redaction's own record). Every other string is examined, dictionary keys and the schema's
+# free-text metadata (task_domain, framework, agent_id, validated_by) included, and so is
+# every integer (a card number sent as a JSON number).
+_TOP_EXEMPT = frozenset({"@context", "@type", "id"})
+_METADATA_EXEMPT = frozenset(
+    {"created_at", "success", "quality_score", "visibility", "privacy_level", METADATA_KEY}
 )
-_STEP_SCHEMA = frozenset({"step_id", "type", "tool", "latency_ms"})
-_ENTITY_SCHEMA = frozenset({"type"})
+_STEP_EXEMPT = frozenset({"step_id", "type"})
+_TOOL_EXEMPT = frozenset({"name"})
+_NOTHING = frozenset[str]()
 
 
 @dataclass(frozen=True)
@@ -77,12 +72,14 @@ def redact_trace(
 ) -> tuple[ReasoningTrace, RedactionReport]:
     """A copy of ``trace`` with every string of its content redacted, and the report.
 
-    Every string is examined (task, steps' content, input and output_summary, outcome,
-    knowledge-graph facts, unknown fields at any depth) except the trace's structure: its
-    id, ``@context``/``@type``, the schema fields of ``metadata``, step ids and types, tool
-    names. Dictionary keys are kept; a string under a key named like a secret
-    (``password``, ``api_key``…) is replaced whatever it looks like. The policy and counts
-    are added to ``metadata.kp_redaction`` (counts of an earlier redaction are added to).
+    Every string, dictionary key and integer is examined, at any depth (the tool object but
+    its name, the metadata's free-text fields, unknown fields), except what docs/redaction.md
+    names as exempt: the id, ``@context``/``@type``, step ids and types, tool names, and the
+    metadata fields ``created_at``, ``success``, ``quality_score``, ``visibility``,
+    ``privacy_level``. A string under a key named like a secret (``password``,
+    ``api_key``…) is replaced whatever it looks like; an integer that is a card number
+    becomes ``"[CARD]"``. The policy and counts are added to ``metadata.kp_redaction``
+    (counts of an earlier redaction are added to).
 
     Args:
         trace: a ReasoningTrace or a mapping validated as one (raises
@@ -96,16 +93,14 @@ def redact_trace(
     data = parsed.to_dict()
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if key in _TOP_SCHEMA:
+        if key in _TOP_EXEMPT:
             out[key] = value
         elif key == "metadata":
-            out[key] = walker.mapping(value, skip=_METADATA_SCHEMA)
+            out[key] = walker.mapping(value, skip=_METADATA_EXEMPT)
         elif key == "steps":
-            out[key] = [walker.mapping(step, skip=_STEP_SCHEMA) for step in value]
-        elif key == "knowledge_graph_delta" and isinstance(value, dict):
-            out[key] = _graph_delta(walker, value)
+            out[key] = [walker.step(step) for step in value]
         else:
-            out[key] = walker.value(value, key)
+            walker.put(out, key, walker.value(value, key))
     report = RedactionReport(chosen.name, walker.counts)
     earlier = data["metadata"].get(METADATA_KEY)
     total = Counter(walker.counts)
@@ -115,18 +110,9 @@ def redact_trace(
     return ReasoningTrace.model_validate(out), report
 
 
-def _graph_delta(walker: _Walker, delta: dict[str, Any]) -> dict[str, Any]:
-    out = dict(delta)
-    for key, value in delta.items():
-        if key == "entities" and isinstance(value, list):
-            out[key] = [walker.mapping(entity, skip=_ENTITY_SCHEMA) for entity in value]
-        else:
-            out[key] = walker.value(value, key)
-    return out
-
-
 class _Walker:
-    """Rewrites the strings of nested JSON values, counting what it removes."""
+    """Rewrites the strings, keys and integers of nested JSON values, counting what it
+    removes."""
 
     def __init__(self, policy: RedactionPolicy) -> None:
         self.policy = policy
@@ -134,21 +120,75 @@ class _Walker:
         kinds = policy.kinds
         self._secret_fields = "secret" in kinds
         self._birth_fields = "date_of_birth" in kinds
+        self._cards = "card" in kinds
+        self._clean_keys: set[str] = set()
 
     def mapping(self, value: Any, *, skip: frozenset[str]) -> Any:
+        """A dictionary with its keys and values redacted, but for the keys in ``skip``."""
         if not isinstance(value, dict):
             return self.value(value, None)
-        return {k: v if k in skip else self.value(v, k) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in skip:
+                out[key] = item
+            else:
+                self.put(out, key, self.value(item, key))
+        return out
+
+    def step(self, value: dict[str, Any]) -> dict[str, Any]:
+        """A step: all but its id and type, its tool object but the tool's name."""
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _STEP_EXEMPT:
+                out[key] = item
+            elif key == "tool" and isinstance(item, dict):
+                out[key] = self.mapping(item, skip=_TOOL_EXEMPT)
+            elif key == "latency_ms" and self._is_card(item):
+                # The schema wants a number here: the card goes, no placeholder comes.
+                self.counts["card"] += 1
+                out[key] = None
+            else:
+                self.put(out, key, self.value(item, key))
+        return out
+
+    def put(self, out: dict[str, Any], key: str, value: Any) -> None:
+        """``out[key] = value``, with ``key`` redacted; two keys redacted alike
+        (``a@x.org``, ``b@y.org``) stay two (``[EMAIL]``, ``[EMAIL] (2)``)."""
+        if key in self._clean_keys:  # the same few keys recur in every message
+            out[key] = value
+            return
+        name = _redact_string(key, self.policy, self.counts)
+        if name == key:
+            self._clean_keys.add(key)
+        else:
+            base, n = name, 1
+            while name in out:
+                n += 1
+                name = f"{base} ({n})"
+        out[name] = value
 
     def value(self, value: Any, key: str | None) -> Any:
         if isinstance(value, str):
             return self._string(value, key)
         if isinstance(value, dict):
-            return {k: self.value(v, k) for k, v in value.items()}
+            return self.mapping(value, skip=_NOTHING)
         if isinstance(value, list):
             # Items of a list inherit its key: {"passwords": [...]} is judged by the name.
             return [self.value(item, key) for item in value]
+        if self._is_card(value):
+            self.counts["card"] += 1
+            return "[CARD]"
         return value
+
+    def _is_card(self, value: Any) -> bool:
+        """An integer (or a float of one) whose digits are a card number."""
+        if not self._cards or isinstance(value, bool):
+            return False
+        if isinstance(value, float):
+            if not value.is_integer() or not 1e12 <= abs(value) < 1e19:
+                return False
+            value = int(value)
+        return isinstance(value, int) and 10**12 <= value < 10**19 and is_card_number(str(value))
 
     def _string(self, text: str, key: str | None) -> str:
         redacted = _redact_string(text, self.policy, self.counts)

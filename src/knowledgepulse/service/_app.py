@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import Any, TypeVar
 
@@ -14,11 +16,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from .. import __version__
 from .._schema import format_path
 from ..kb import KnowledgeBase, KnowledgeBaseError
+from ._answers import SecureAnswers, client_went_away
 from ._auth import KeyCheck
 from ._bodies import RequestProblem, load_redactor
 from ._engine import Engine
@@ -26,7 +29,7 @@ from ._limits import RateLimiter, retry_after
 from ._models import ErrorBody, Problem, SearchRequest, trace_schemas
 from ._settings import DEFAULT_THRESHOLD, ServiceSettings
 
-__all__ = ["ServiceState", "create_app"]
+__all__ = ["ServiceState", "Stopped", "create_app", "stop_point"]
 
 T = TypeVar("T")
 
@@ -40,27 +43,88 @@ not exist.
 """
 
 
+class Stopped(Exception):
+    """The request this work was for has timed out: the work stops at its next stop point."""
+
+
+_STOP: ContextVar[threading.Event | None] = ContextVar("knowledgepulse_stop", default=None)
+
+
+def stop_point() -> None:
+    """In work run by :meth:`ServiceState.work`: raise :class:`Stopped` once its request has
+    timed out (a worker thread cannot be interrupted; long work calls this between parts)."""
+    stop = _STOP.get()
+    if stop is not None and stop.is_set():
+        raise Stopped
+
+
 class ServiceState:
-    """What the routes share: the engine, the key check, the limits, the worker pool."""
+    """What the routes share: the engine, the key check, the limits, the worker pools.
+
+    Two pools: ``workers`` threads embed and score, each key holding at most
+    ``settings.workers_per_key`` of them at once (its further requests wait their turn, within
+    the request timeout); ``read_workers`` other threads answer the cheap reads, so that a
+    flood of scoring never delays ``/healthz``, stats, listings or a trace.
+    """
 
     def __init__(self, engine: Engine, settings: ServiceSettings) -> None:
         self.engine = engine
         self.settings = settings
         self.keys = KeyCheck(
-            engine.kb, RateLimiter(settings.rate_per_s, settings.burst), settings.key_cache_s
+            engine.kb,
+            RateLimiter(settings.rate_per_s, settings.burst),
+            settings.key_cache_s,
+            failures=RateLimiter(settings.auth_failures_per_s, settings.auth_failure_burst),
         )
         self.redact, self.redaction = load_redactor()
         self._workers: anyio.CapacityLimiter | None = None
+        self._readers: anyio.CapacityLimiter | None = None
+        self._shares: dict[str, tuple[anyio.CapacityLimiter, int]] = {}  # key -> (share, users)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
-        """``function(*args)`` in a worker thread, at most ``workers`` at once, within the
-        request timeout (then 503; the thread finishes on its own)."""
+        """``function(*args)`` in the worker pool, within the request timeout (then 503)."""
         if self._workers is None:
             self._workers = anyio.CapacityLimiter(self.settings.workers)
-        with anyio.fail_after(self.settings.request_timeout_s):
-            return await anyio.to_thread.run_sync(
-                partial(function, *args), limiter=self._workers, abandon_on_cancel=True
-            )
+        return await self._in_thread(self._workers, function, *args)
+
+    async def read(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in the pool for cheap reads, within the request timeout."""
+        if self._readers is None:
+            self._readers = anyio.CapacityLimiter(self.settings.read_workers)
+        return await self._in_thread(self._readers, function, *args)
+
+    async def work(self, key_id: str, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in the worker pool, within ``key_id``'s share of it and the
+        request timeout; it stops at its next :func:`stop_point` when the request times out."""
+        share, users = self._shares.get(key_id) or (
+            anyio.CapacityLimiter(self.settings.workers_per_key),
+            0,
+        )
+        self._shares[key_id] = (share, users + 1)
+        try:
+            with anyio.fail_after(self.settings.request_timeout_s):
+                async with share:
+                    return await self.run(function, *args)
+        finally:
+            share, users = self._shares[key_id]
+            if users > 1:
+                self._shares[key_id] = (share, users - 1)
+            else:  # no request of this key is running or waiting
+                del self._shares[key_id]
+
+    async def _in_thread(
+        self, pool: anyio.CapacityLimiter, function: Callable[..., T], *args: Any
+    ) -> T:
+        stop = threading.Event()
+        token = _STOP.set(stop)  # the worker thread runs in a copy of this context
+        try:
+            with anyio.fail_after(self.settings.request_timeout_s):
+                return await anyio.to_thread.run_sync(
+                    partial(function, *args), limiter=pool, abandon_on_cancel=True
+                )
+        finally:
+            stop.set()
+            _STOP.reset(token)
 
 
 def create_app(
@@ -110,11 +174,27 @@ def create_app(
     )
     app.state.service = state
     app.include_router(router)
+    pages = {app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    app.add_middleware(
+        SecureAnswers,
+        pages={page for page in pages if page},
+        discard_timeout_s=state.settings.read_timeout_s,
+    )
+    _mount_mcp(app, state)
     _add_error_answers(app)
     _complete_openapi(app)
     if viewer:
         _mount_viewer(app)
     return app
+
+
+def _mount_mcp(app: FastAPI, state: ServiceState) -> None:
+    """The MCP server at ``/mcp`` (docs/mcp.md), when the ``mcp`` extra is installed."""
+    try:
+        from ..mcp_server import mount_mcp  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    mount_mcp(app, state)
 
 
 def _mount_viewer(app: FastAPI) -> None:
@@ -153,6 +233,8 @@ def _add_error_answers(app: FastAPI) -> None:
     @app.exception_handler(KnowledgeBaseError)
     async def base_unavailable(_: Request, exc: KnowledgeBaseError) -> JSONResponse:
         return answer(503, f"the knowledge base is unavailable: {exc}", (), retry_after(5))
+
+    app.add_exception_handler(ClientDisconnect, client_went_away)  # type: ignore[arg-type]
 
     @app.exception_handler(TimeoutError)
     async def timed_out(_: Request, exc: TimeoutError) -> JSONResponse:

@@ -12,7 +12,8 @@ from starlette.requests import Request
 
 from ..kb import ApiKey, KnowledgeBase
 from ..kb._keys import hash_key
-from ._limits import RateLimiter, retry_after
+from ._connections import hold
+from ._limits import RateLimiter, retry_after, whole_seconds
 
 __all__ = ["KeyCheck", "Unauthorized"]
 
@@ -24,18 +25,33 @@ class Unauthorized(HTTPException):
         super().__init__(401, detail, headers=_CHALLENGE)
 
 
+def _too_many(what: str, wait: float) -> HTTPException:
+    """A 429 whose text says the wait ``Retry-After`` says."""
+    seconds = whole_seconds(wait)
+    return HTTPException(429, f"{what}: retry in {seconds} s", headers=retry_after(seconds))
+
+
 class KeyCheck:
     """Verifies ``Authorization: Bearer KEY`` against the base's keys.
 
     A verified (or refused) key is remembered for ``cache_s`` seconds, by its hash, so a busy
-    client costs one lookup per period, not one per request.
+    client costs one lookup per period, not one per request. A client address that has had
+    its share of 401 and 403 answers (``failures``, a bucket per address) is answered 429
+    before its key is looked at, until the bucket refills.
     """
 
     def __init__(
-        self, kb: KnowledgeBase, limiter: RateLimiter, cache_s: float, *, max_cached: int = 10_000
+        self,
+        kb: KnowledgeBase,
+        limiter: RateLimiter,
+        cache_s: float,
+        *,
+        failures: RateLimiter | None = None,
+        max_cached: int = 10_000,
     ) -> None:
         self._kb = kb
         self._limiter = limiter
+        self._failures = failures or RateLimiter(0, 1)
         self._cache_s = cache_s
         self._max_cached = max_cached
         self._cache: dict[str, tuple[ApiKey | None, float]] = {}
@@ -45,17 +61,28 @@ class KeyCheck:
         """A FastAPI dependency: the request's key, which must allow ``scope``."""
 
         async def dependency(request: Request) -> ApiKey:
-            key = await self.identify(request)
-            if not key.allows(scope):
-                raise HTTPException(403, f"this key's scope is {key.scope}; this needs {scope}")
+            address = request.client.host if request.client else ""
+            wait = self._failures.wait(address)
+            if wait > 0:
+                raise _too_many("too many refused keys from this address", wait)
+            try:
+                key = await self.identify(request)
+                if not key.allows(scope):
+                    raise HTTPException(403, f"this key's scope is {key.scope}; this needs {scope}")
+            except HTTPException:
+                self._failures.take(address)
+                raise
+            hold(request.scope)  # a valid key: the connection may outlive the header deadline
             wait = self._limiter.take(key.id)
             if wait > 0:
-                raise HTTPException(
-                    429, f"rate limit: retry in {wait:.1f} s", headers=retry_after(wait)
-                )
+                raise _too_many("rate limit", wait)
             return key
 
         return dependency
+
+    def charge(self, key: ApiKey, cost: float) -> None:
+        """Count ``cost`` more units of work against ``key``'s rate (a batch's traces)."""
+        self._limiter.charge(key.id, cost)
 
     async def identify(self, request: Request) -> ApiKey:
         header = request.headers.get("authorization", "")

@@ -11,11 +11,19 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from .._io import MAX_DEPTH
 from .._schema import ReasoningTrace, ValidationProblem, parse_trace
 from ..importers import ConversionError, convert, format_names
 from ._settings import ServiceSettings
 
-__all__ = ["RequestProblem", "load_redactor", "parse_json", "problem", "traces_of"]
+__all__ = [
+    "RequestProblem",
+    "load_redactor",
+    "nesting_depth",
+    "parse_json",
+    "problem",
+    "traces_of",
+]
 
 
 def problem(path: str, message: str) -> ValidationProblem:
@@ -66,6 +74,8 @@ def traces_of(
         many: whether the endpoint takes several traces.
     """
     name = source_format or "trace"
+    if name != "trace" or not many or not isinstance(data, list):
+        _check_depth(data, "", "the trace" if name == "trace" else "the record")
     if name not in format_names():
         known = ", ".join(format_names())
         raise RequestProblem(
@@ -79,6 +89,8 @@ def traces_of(
                 [problem("", f"expected a list, got {type(data).__name__}")],
             )
         _check_count(len(data), settings)
+        for i, item in enumerate(data):
+            _check_depth(item, f"[{i}]", f"[{i}]")
         traces = [_one_trace(item, f"[{i}]") for i, item in enumerate(data)]
     elif name == "trace":
         traces = [_one_trace(data, "")]
@@ -104,6 +116,33 @@ def traces_of(
                 413, f"{where}: {len(trace.steps)} steps; at most {settings.max_steps} are taken"
             )
     return traces
+
+
+def _check_depth(data: Any, where: str, label: str) -> None:
+    """A 422 for a trace (or record) nested deeper than :data:`MAX_DEPTH` levels of lists
+    and objects: such a trace could be stored but never served again (pydantic stops
+    serialising at 255 levels), and no real trace comes near."""
+    depth = nesting_depth(data)
+    if depth > MAX_DEPTH:
+        message = f"nested {depth} levels deep; at most {MAX_DEPTH} are taken"
+        raise RequestProblem(f"{label}: {message}", [problem(where, message)])
+
+
+def nesting_depth(data: Any) -> int:
+    """How many levels of lists and objects ``data`` has (a scalar: 0), without recursion."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(data, 1)]
+    while pending:
+        value, level = pending.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        deepest = max(deepest, level)
+        pending.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def _check_count(count: int, settings: ServiceSettings) -> None:

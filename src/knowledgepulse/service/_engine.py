@@ -1,15 +1,25 @@
 """What the endpoints do, as plain blocking calls (the routes run them in worker threads).
 
-Scoring measures novelty against the whole base (that is what the network is for), but a key
-is never told the id of a trace it may not see: such a nearest trace is left out of the answer
-and out of the explanation.
+A key learns nothing about the traces it may not see (docs/service.md, "Threat model"):
+
+- scores, the contribution gate and its near-duplicate check are computed against the traces
+  the key may see, so neither a similarity nor an accept/reject decision depends on a hidden
+  trace;
+- ids are namespaced by owner where they collide: a key contributing an id held by a trace it
+  may not see is answered as if the id were free, and its trace is stored under
+  ``<id>/<key id>`` (ids holding ``/`` are refused at contribute, so nobody else can take that
+  row). Every answer shows the id as contributed (:func:`shown_id`); a read by id finds the
+  row the key may see.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from .._memory import Admit, Nearest
 from .._schema import ReasoningTrace
@@ -26,18 +36,32 @@ from ._models import (
     TraceListItem,
 )
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "namespaced_id", "shown_id"]
 
 #: From this similarity up, a stored trace is listed among a trace's near-duplicates.
 NEAR_DUPLICATE = 0.9
 HIDDEN = "a stored trace"
+#: A key id (``kb._keys.new_key``: 6 random bytes in hex) after the ``/`` of a namespaced id.
+_NAMESPACE = re.compile(r"/[0-9a-f]{12}\Z")
+
+
+def namespaced_id(trace_id: str, key_id: str) -> str:
+    """The row a key's trace is stored under when ``trace_id`` is held by a trace the key may
+    not see."""
+    return f"{trace_id}/{key_id}"
+
+
+def shown_id(stored_id: str) -> str:
+    """The id as its contributor gave it: a stored row's id without its namespace."""
+    return _NAMESPACE.sub("", stored_id)
 
 
 class _LookOnly:
-    """Novelty against the base without storing anything (``POST /v1/score``)."""
+    """Novelty against the traces ``viewer`` may see, storing nothing (``POST /v1/score``)."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: KnowledgeBase, viewer: Viewer) -> None:
         self._kb = kb
+        self._viewer = viewer
         self.dimensions: int = kb.dimensions
 
     def nearest_then_add_many(
@@ -45,7 +69,7 @@ class _LookOnly:
     ) -> list[Nearest | None]:
         found: list[Nearest | None] = []
         for i, row in enumerate(vectors):
-            hits = self._kb.search(row, 1)
+            hits = self._kb.search_visible(row, 1, self._viewer)
             nearest = Nearest(hits[0].id, hits[0].similarity) if hits else None
             found.append(nearest)
             if admit is not None:
@@ -59,14 +83,19 @@ class _LookOnly:
 class _Contributor:
     """The base, storing what the scorer admits as contributed by ``key``.
 
-    Query-then-store is the base's own atomic ``nearest_then_add_many``; a stored id is looked
-    up by the engine (which knows who may see it), not by the scorer.
+    Query-then-store is the base's own atomic ``nearest_then_add_many``. The nearest trace the
+    scorer is given is the nearest one ``key`` may see (a hidden one is looked past, inside
+    the base's write lock), so the gate decides as the key's own view of the base would. Rows
+    are stored under ``rows[id]`` (the id, or its namespaced form); a stored id is looked up by
+    the engine (which knows who may see it), not by the scorer.
     """
 
-    def __init__(self, kb: KnowledgeBase, key: ApiKey, source: str) -> None:
+    def __init__(self, kb: KnowledgeBase, key: ApiKey, source: str, rows: dict[str, str]) -> None:
         self._kb = kb
         self._key = key
+        self._viewer = key.viewer
         self._source = source
+        self._rows = rows
         self.dimensions: int = kb.dimensions
 
     def nearest_then_add_many(
@@ -74,15 +103,54 @@ class _Contributor:
     ) -> list[Nearest | None]:
         if admit is None:
             raise TypeError("the service stores traces only through a scorer")
+        rows = [None if i is None else self._rows.get(i, i) for i in ids]
+        unit = np.asarray(vectors, dtype=np.float32)
+        unit = unit / np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        kept: list[int] = []  # rows of this call admitted so far (the key's own)
+        seen: list[Nearest | None] = []
 
         def owned(i: int, nearest: Nearest | None) -> object | None:
+            nearest = self._as_seen(i, nearest, unit, rows, kept)
+            seen.append(nearest)
             item = admit(i, nearest)
             if isinstance(item, StoredTrace):
-                return replace(item, owner=self._key.id, org=self._key.org, source=self._source)
+                kept.append(i)
+                return replace(
+                    item,
+                    id=rows[i] or item.id,
+                    owner=self._key.id,
+                    org=self._key.org,
+                    source=self._source,
+                )
             return item
 
-        found: list[Nearest | None] = self._kb.nearest_then_add_many(vectors, ids, owned)
-        return found
+        self._kb.nearest_then_add_many(vectors, rows, owned)
+        return seen
+
+    def _as_seen(
+        self,
+        i: int,
+        nearest: Nearest | None,
+        unit: Any,
+        rows: Sequence[str | None],
+        kept: Sequence[int],
+    ) -> Nearest | None:
+        """``nearest``, or when the key may not see it, the nearest trace it may see: among
+        the stored ones and the rows of this call admitted before ``i``."""
+        if nearest is None or nearest.id is None or self._viewer.sees_all:
+            return nearest
+        if nearest.id in {rows[j] for j in kept}:
+            return nearest
+        access = self._kb.access_of([nearest.id]).get(nearest.id)
+        if access is not None and self._viewer.can_see(access):
+            return nearest
+        hits = self._kb.search_visible(unit[i], 1, self._viewer)
+        best = Nearest(hits[0].id, hits[0].similarity) if hits else None
+        for j in kept:
+            similarity = min(1.0, float(unit[i] @ unit[j]))
+            if best is None or similarity > best.similarity:
+                best = Nearest(rows[j], similarity)
+        return best
 
     def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]:
         return {}
@@ -102,7 +170,7 @@ class Engine:
     # -- scoring -----------------------------------------------------------------------------
 
     def score(self, traces: Sequence[ReasoningTrace], viewer: Viewer) -> list[ScoreRecord]:
-        scorer = Scorer(self.embedder, memory=_LookOnly(self.kb), remember="none")
+        scorer = Scorer(self.embedder, memory=_LookOnly(self.kb, viewer), remember="none")
         scores = scorer.score_many(traces)
         records = [ScoreRecord.of(s, t) for s, t in zip(scores, traces)]
         return self._hide_unseen(records, viewer)
@@ -110,20 +178,49 @@ class Engine:
     def contribute(
         self, traces: Sequence[ReasoningTrace], key: ApiKey, source: str
     ) -> list[Contribution]:
-        """Score each trace against the base and store those that reach the threshold.
+        """Score each trace against the traces ``key`` may see and store those that reach the
+        threshold.
 
-        Idempotent by id: an id already stored answers its stored result (or ``conflict``
-        when the key may not see it), also when another request stores it meanwhile.
+        Idempotent by id: an id the key has stored, or may see, answers its stored result,
+        also when another request stores it meanwhile. An id held by a trace the key may not
+        see is answered as if it were free: the trace goes to the key's namespaced row.
         """
+        results = self._contribute_once(traces, key, source)
+        # Another key stored one of these ids between the look-up and the store: the id is
+        # taken now by a trace this key may not see, so those traces go again, to this
+        # key's namespaced rows (which no other key can take).
+        again = [i for i, result in enumerate(results) if result.status == "conflict"]
+        if again:
+            retried = self._contribute_once([traces[i] for i in again], key, source)
+            for i, result in zip(again, retried):
+                results[i] = result
+        return results
+
+    def _rows_for(self, ids: Sequence[str], key: ApiKey) -> dict[str, str]:
+        """The row each id is stored under for ``key``: the id itself when it is free or
+        held by a trace the key may see, else the id namespaced by the key."""
         viewer = key.viewer
-        ids = [trace.id for trace in traces]
+        access = self.kb.access_of(ids)
+        return {
+            trace_id: trace_id
+            if trace_id not in access or viewer.can_see(access[trace_id])
+            else namespaced_id(trace_id, key.id)
+            for trace_id in ids
+        }
+
+    def _contribute_once(
+        self, traces: Sequence[ReasoningTrace], key: ApiKey, source: str
+    ) -> list[Contribution]:
+        viewer = key.viewer
+        rows = self._rows_for([trace.id for trace in traces], key)
+        ids = [rows[trace.id] for trace in traces]  # the rows, by position
         before = self.kb.access_of(ids)
-        fresh = [i for i, trace in enumerate(traces) if trace.id not in before]
+        fresh = [i for i, row in enumerate(ids) if row not in before]
         scores: dict[int, ValueScore] = {}  # by position in traces
         if fresh:
             scorer = Scorer(
                 self.embedder,
-                memory=_Contributor(self.kb, key, source),
+                memory=_Contributor(self.kb, key, source, rows),
                 remember="accepted",
                 threshold=self.threshold,
             )
@@ -132,27 +229,27 @@ class Engine:
         access = self.kb.access_of(ids)
         results: list[Contribution] = []
         claimed: set[str] = set()
-        for position, trace in enumerate(traces):
+        for position, (trace, row) in enumerate(zip(traces, ids)):
             score = scores.get(position)
             mine = as_stored = None
             if score is not None:
                 mine = ScoreRecord.of(score, trace, threshold=self.threshold)
                 as_stored = ScoreRecord.of(score, trace).to_dict()  # as the scorer stores it
-            if trace.id not in stored:
+            if row not in stored:
                 if mine is None:  # stored before this request, gone now (kp kb clear)
                     raise KnowledgeBaseError(f"{trace.id} was removed meanwhile; post it again")
                 results.append(self._result(mine, "rejected", viewer))
             elif (
                 mine is not None
                 and mine.stored == "added"
-                and trace.id not in claimed
-                and stored[trace.id] == as_stored
+                and row not in claimed
+                and stored[row] == as_stored
             ):
-                claimed.add(trace.id)
+                claimed.add(row)
                 results.append(self._result(mine, "accepted", viewer))
-            elif viewer.can_see(access[trace.id]):
+            elif viewer.can_see(access[row]):
                 previous = ScoreRecord.model_validate(
-                    {**(stored[trace.id] or {}), "stored": "already_stored"}
+                    {**(stored[row] or {}), "stored": "already_stored"}
                 )
                 results.append(self._result(previous, "already_stored", viewer))
             else:
@@ -178,6 +275,7 @@ class Engine:
         )
 
     def _conflict(self, trace_id: str) -> Contribution:
+        # Only between two looks at the base (see contribute, which then tries again).
         return Contribution(
             id=trace_id,
             status="conflict",
@@ -190,13 +288,25 @@ class Engine:
         )
 
     def _hide_unseen(self, records: list[ScoreRecord], viewer: Viewer) -> list[ScoreRecord]:
-        """The records with every nearest trace ``viewer`` may not see made anonymous."""
+        """The records with every nearest trace ``viewer`` may not see made anonymous, and
+        every one it may see named by its id as contributed."""
         named = {r.nearest.id for r in records if r.nearest is not None and r.nearest.id}
         seen = self._visible(named, viewer)
         out = []
         for record in records:
             nearest = record.nearest
-            if nearest is None or nearest.id is None or nearest.id in seen:
+            if nearest is None or nearest.id is None:
+                out.append(record)
+                continue
+            if nearest.id in seen:
+                shown = shown_id(nearest.id)
+                if shown != nearest.id:
+                    record = record.model_copy(
+                        update={
+                            "nearest": Nearest(shown, nearest.similarity),
+                            "explanation": record.explanation.replace(nearest.id, shown),
+                        }
+                    )
                 out.append(record)
                 continue
             out.append(
@@ -217,14 +327,15 @@ class Engine:
 
     def detail(self, trace_id: str, viewer: Viewer) -> TraceDetail | None:
         """The stored trace, or None when there is none *or* the viewer may not see it."""
-        found = self.kb.get(trace_id)
+        row = self._readable_row(trace_id, viewer)
+        found = None if row is None else self.kb.get(row)
         if found is None or not viewer.can_see(_access(found)):
             return None
         hits = self.kb.search_visible(found.vector, 11, viewer)
         near = [
-            NearestRef(id=hit.id, similarity=hit.similarity)
+            NearestRef(id=shown_id(hit.id), similarity=hit.similarity)
             for hit in hits
-            if hit.id != trace_id and hit.similarity >= NEAR_DUPLICATE
+            if hit.id != row and hit.similarity >= NEAR_DUPLICATE
         ][:10]
         record = None
         if found.record is not None:
@@ -236,6 +347,18 @@ class Engine:
             source=found.source,
             near_duplicates=near,
         )
+
+    def _readable_row(self, trace_id: str, viewer: Viewer) -> str | None:
+        """The row ``viewer`` reads under ``trace_id``: the id itself, else the viewer's own
+        namespaced row, else another key's namespaced row the viewer may see."""
+        own = namespaced_id(trace_id, viewer.key_id)
+        access = self.kb.access_of([trace_id, own])
+        for row in (trace_id, own):
+            if row in access and viewer.can_see(access[row]):
+                return row
+        others = [namespaced_id(trace_id, key.id) for key in self.kb.api_keys()]
+        access = self.kb.access_of(others)
+        return next((row for row in others if row in access and viewer.can_see(access[row])), None)
 
     def listing(self, viewer: Viewer, **query: Any) -> TraceList:
         rows, total = self.kb.list_traces(viewer, **query)
@@ -251,10 +374,10 @@ class Engine:
             nearest = record.get("nearest")
             ref = None
             if isinstance(nearest, dict) and nearest.get("id") in seen:
-                ref = NearestRef(id=nearest["id"], similarity=nearest["similarity"])
+                ref = NearestRef(id=shown_id(nearest["id"]), similarity=nearest["similarity"])
             items.append(
                 TraceListItem(
-                    id=row.id,
+                    id=shown_id(row.id),
                     value=record.get("score"),
                     complexity=record.get("complexity"),
                     novelty=record.get("novelty"),
@@ -278,7 +401,7 @@ class Engine:
             found = rows.get(hit.id)
             out.append(
                 SearchHit(
-                    id=hit.id,
+                    id=shown_id(hit.id),
                     similarity=hit.similarity,
                     value=None if found is None else found.value,
                     domain=None if found is None else found.domain,

@@ -71,7 +71,9 @@ class Contribution(_Answer):
 
     ``status``: ``accepted`` (stored now), ``already_stored`` (the id was contributed before:
     this is the stored result), ``rejected`` (its value is below the threshold; the
-    explanation says why), ``conflict`` (the id belongs to a trace this key may not see).
+    explanation says why), ``conflict`` (kept for compatibility: an id held by a trace this
+    key may not see is answered as if it were free, and the trace stored under the key's
+    namespace; see docs/service.md, "Threat model").
     ``nearest`` is the most similar stored trace this key may see (None: none, or one it
     may not see).
     """

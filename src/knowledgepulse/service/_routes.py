@@ -13,7 +13,7 @@ from .. import __version__
 from .._schema import ReasoningTrace, format_path
 from ..importers import format_names
 from ..kb import ApiKey, is_server_url
-from ._app import ServiceState
+from ._app import ServiceState, stop_point
 from ._bodies import RequestProblem, parse_json, problem, traces_of
 from ._limits import read_body
 from ._models import (
@@ -43,7 +43,7 @@ _ERRORS = {
     403: "The key's scope is too low.",
     404: "No such trace, or one this key may not see.",
     408: "The body arrived too slowly.",
-    409: "The trace id belongs to a trace this key may not see.",
+    409: "The trace id was taken meanwhile by a trace this key may not see; post it again.",
     413: "Too large: the body, a trace's steps, or the number of traces.",
     422: "The body or a parameter is not valid; each problem names its field.",
     429: "The key's rate limit is reached; see Retry-After.",
@@ -92,9 +92,36 @@ _READ_ERRORS = (401, 403, 422, 429, 503)
 _WRITE_ERRORS = (401, 403, 408, 413, 422, 429, 503)
 
 
-async def _json(request: Request) -> Any:
+#: Long work stops between parts of this many traces once its request has timed out.
+_PART = 32
+
+
+async def _body_of(request: Request) -> bytes:
     settings = _state(request).settings
-    return parse_json(await read_body(request, settings.max_body_bytes, settings.read_timeout_s))
+    return await read_body(request, settings.max_body_bytes, settings.read_timeout_s)
+
+
+def _traces(
+    state: ServiceState, key: ApiKey, body: bytes, source_format: str | None, *, many: bool | None
+) -> list[ReasoningTrace]:
+    """The body's traces (parsed in a worker thread: a large batch is CPU work), charged to
+    ``key``'s rate: one unit per trace, the request's own unit included. ``many=None``: a
+    list of traces, or one, as the body says."""
+    data = parse_json(body)
+    if many is None:
+        many = bool(source_format) or isinstance(data, list)
+    traces = traces_of(data, source_format, state.settings, many=many)
+    state.keys.charge(key, len(traces) - 1)
+    return traces
+
+
+def _in_parts(traces: list[ReasoningTrace]) -> list[list[ReasoningTrace]]:
+    return [traces[start : start + _PART] for start in range(0, len(traces), _PART)]
+
+
+def _json_answer(model: Any) -> Response:
+    """``model`` as FastAPI would answer it, serialised in the worker thread, not the loop."""
+    return JSONResponse(model.model_dump(mode="json", by_alias=True))
 
 
 @router.post(
@@ -107,28 +134,51 @@ async def _json(request: Request) -> Any:
     ),
     summary="Score traces against the base, storing nothing",
 )
-async def score(request: Request, key: Reader, source_format: From = None) -> ScoreResponse:
+async def score(request: Request, key: Reader, source_format: From = None) -> Response:
     state = _state(request)
-    data = await _json(request)
-    many = bool(source_format) or isinstance(data, list)
-    traces = traces_of(data, source_format, state.settings, many=many)
-    records = await state.run(state.engine.score, traces, key.viewer)
-    return ScoreResponse(records=records)
+    body = await _body_of(request)
+
+    def work() -> Response:
+        traces = _traces(state, key, body, source_format, many=None)
+        records = []
+        for part in _in_parts(traces):
+            stop_point()
+            records.extend(state.engine.score(part, key.viewer))
+        return _json_answer(ScoreResponse(records=records))
+
+    return await state.work(key.id, work)
 
 
 async def _contribute(
     request: Request, key: ApiKey, source_format: str | None, *, many: bool
 ) -> list[Contribution]:
     state = _state(request)
-    data = await _json(request)
-    traces = traces_of(data, source_format, state.settings, many=many)
+    body = await _body_of(request)
     source = "POST /v1/traces" + (f"?from={source_format}" if source_format else "")
 
     def redact_then_contribute() -> list[Contribution]:
-        redacted = [state.redact(trace) for trace in traces]
-        return state.engine.contribute(redacted, key, source)
+        traces = _traces(state, key, body, source_format, many=many)
+        _refuse_slashed_ids(traces, many=many)
+        results: list[Contribution] = []
+        for part in _in_parts(traces):
+            stop_point()  # parts stored before a timeout stay stored: posting again is safe
+            redacted = [state.redact(trace) for trace in part]
+            results.extend(state.engine.contribute(redacted, key, source))
+        return results
 
-    return await state.run(redact_then_contribute)
+    return await state.work(key.id, redact_then_contribute)
+
+
+def _refuse_slashed_ids(traces: list[ReasoningTrace], *, many: bool) -> None:
+    """An id holding ``/`` could never be read back (``GET /v1/traces/{id}`` is one path
+    segment), and ``/`` marks the rows the service namespaces by owner: refused, all at once."""
+    problems = [
+        problem(f"[{i}].id" if many else "id", f"a trace id may not hold '/' (got {trace.id!r})")
+        for i, trace in enumerate(traces)
+        if "/" in trace.id
+    ]
+    if problems:
+        raise RequestProblem(f"invalid ReasoningTrace: {problems[0]}", problems)
 
 
 @router.post(
@@ -186,7 +236,7 @@ async def list_traces(
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> TraceList:
     state = _state(request)
-    return await state.run(
+    return await state.read(
         lambda: state.engine.listing(
             key.viewer, sort=sort, domain=domain, text=q, limit=limit, offset=offset
         )
@@ -203,7 +253,7 @@ async def get_trace(
     request: Request, key: Reader, trace_id: Annotated[str, Path(max_length=1000)]
 ) -> TraceDetail:
     state = _state(request)
-    found = await state.run(state.engine.detail, trace_id, key.viewer)
+    found = await state.read(state.engine.detail, trace_id, key.viewer)
     if found is None:
         raise HTTPException(404, f"no trace {trace_id}")
     return found
@@ -220,7 +270,12 @@ async def get_trace(
 )
 async def search(request: Request, key: Reader) -> SearchResponse:
     state = _state(request)
-    data = await _json(request)
+    body = await _body_of(request)
+    return await state.work(key.id, _search, state, key, body)
+
+
+def _search(state: ServiceState, key: ApiKey, body: bytes) -> SearchResponse:
+    data = parse_json(body)
     try:
         query = SearchRequest.model_validate(data)
     except ValidationError as exc:
@@ -239,8 +294,7 @@ async def search(request: Request, key: Reader) -> SearchResponse:
         text = trace.embedding_text
     assert text is not None
     k = min(query.k, state.settings.max_k)
-    hits = await state.run(state.engine.search, text, k, key.viewer)
-    return SearchResponse(hits=hits)
+    return SearchResponse(hits=state.engine.search(text, k, key.viewer))
 
 
 def _under(prefix: str, path: str) -> str:
@@ -255,7 +309,7 @@ def _under(prefix: str, path: str) -> str:
 )
 async def stats(request: Request, key: Reader) -> Stats:
     state = _state(request)
-    return Stats(**await state.run(state.engine.stats, key.viewer))
+    return Stats(**await state.read(state.engine.stats, key.viewer))
 
 
 @router.get(
@@ -280,7 +334,7 @@ async def healthz(request: Request) -> Any:
     }
     status = "ok"
     try:
-        await state.run(engine.kb.setting, "threshold")  # one small query: the base answers
+        await state.read(engine.kb.setting, "threshold")  # one small query: the base answers
     except Exception as exc:  # any failure to answer is what this endpoint reports
         status = "unavailable"
         base["error"] = type(exc).__name__

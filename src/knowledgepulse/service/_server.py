@@ -14,13 +14,37 @@ from typing import Any
 __all__ = ["run_server", "server_in_thread"]
 
 
+def _server(config: Any) -> Any:
+    """A uvicorn server whose event loop reports accept errors at a bounded rate."""
+    import asyncio
+
+    import uvicorn
+
+    from ._connections import AcceptErrorLog
+
+    class Server(uvicorn.Server):
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
+            await super().serve(sockets)
+
+    return Server(config)
+
+
 def _config(app: Any, host: str, port: int, drain_s: float, **options: Any) -> Any:
     import uvicorn
 
+    from ._connections import ConnectionGuard, connection_cap, guarded_protocol
+    from ._settings import ServiceSettings
+
+    service = getattr(getattr(app, "state", None), "service", None)
+    settings = getattr(service, "settings", None) or ServiceSettings()
+    guard = ConnectionGuard(connection_cap(settings.max_connections), settings.header_timeout_s)
     return uvicorn.Config(
         app,
         host=host,
         port=port,
+        # h11 with a header deadline and a connection cap (see _connections.py).
+        http=guarded_protocol(guard),
         # Graceful shutdown: on SIGTERM/SIGINT stop accepting, let the requests in flight
         # finish (up to drain_s), then run the shutdown that closes the base.
         timeout_graceful_shutdown=math.ceil(drain_s),
@@ -38,11 +62,9 @@ def run_server(
     After a SIGTERM it returns normally: uvicorn hands the signal on to the handler that was
     there before it, and a stop asked for and carried out is a clean exit, not a kill.
     """
-    import uvicorn
-
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        uvicorn.Server(_config(app, host, port, drain_s, log_level=log_level)).run()
+        _server(_config(app, host, port, drain_s, log_level=log_level)).run()
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -55,13 +77,11 @@ def server_in_thread(
 
     Port 0 picks a free port. On exit the server drains and stops, as on SIGTERM.
     """
-    import uvicorn
-
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]
-    server = uvicorn.Server(_config(app, host, bound, drain_s, log_level="warning"))
+    server = _server(_config(app, host, bound, drain_s, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

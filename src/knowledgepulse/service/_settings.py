@@ -19,14 +19,29 @@ class ServiceSettings:
         max_body_bytes: a request body larger than this is refused (413) while it is read.
         max_steps: a trace with more steps is refused (413).
         max_batch: at most this many traces per request (413).
-        rate_per_s: requests a key may make per second, on average (0: no limit).
-        burst: requests a key may make at once before the rate applies.
+        rate_per_s: work a key may ask for per second, on average (0: no limit): a request
+            costs 1, and each trace it scores or contributes beyond the first 1 more.
+        burst: work a key may ask for at once before the rate applies (a batch larger than
+            that is served from a full bucket and leaves the key owing the rest).
         request_timeout_s: scoring or storing that takes longer answers 503.
         read_timeout_s: a body still arriving after this long answers 408.
         workers: embedding and scoring run in at most this many threads at once.
         max_k: the most results a search returns.
         key_cache_s: how long a verified key is trusted before it is looked up again (a
             revoked key stops working within this time).
+        header_timeout_s: a request's headers must arrive within this long from accept, or
+            from the end of the previous answer on a keep-alive connection (else it closes).
+        max_connections: the most connections open at once (lowered below the open-file
+            limit); past it a new connection closes the one idle longest.
+        key_share: the most worker threads one key's requests hold at once (0: half of
+            ``workers``, at least 1).
+        read_workers: threads for reads (stats, listings, a trace, /healthz), apart from
+            those that embed and score.
+        auth_failures_per_s: 401 and 403 answers a client address may get per second, on
+            average, before it is answered 429 (0: no limit).
+        auth_failure_burst: 401 and 403 answers an address may get at once.
+        allowed_hosts: the Host header values ``/mcp`` takes besides loopback names
+            (``name``: any port, ``name:port``): DNS-rebinding protection (docs/mcp.md).
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -39,3 +54,15 @@ class ServiceSettings:
     workers: int = 4
     max_k: int = 100
     key_cache_s: float = 10.0
+    header_timeout_s: float = 10.0
+    max_connections: int = 1000
+    key_share: int = 0
+    read_workers: int = 4
+    auth_failures_per_s: float = 1.0
+    auth_failure_burst: int = 20
+
+    @property
+    def workers_per_key(self) -> int:
+        return self.key_share or max(1, self.workers // 2)
+
+    allowed_hosts: tuple[str, ...] = ()

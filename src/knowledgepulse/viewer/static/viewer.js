@@ -94,6 +94,28 @@
     }
   }
 
+  function heldKey() {
+    return storedKey() || sessionKey;
+  }
+
+  // The header's "Forget the API key" shows while this browser holds one.
+  function showForgetKey() {
+    document.getElementById("forget-key").hidden = !heldKey();
+  }
+
+  function forgetKey() {
+    try {
+      window.localStorage.removeItem(KEY_STORAGE);
+    } catch (_) {
+      // storage disabled: the key was only in sessionKey
+    }
+    sessionKey = null;
+    statsPromise = null;
+    main.replaceChildren();
+    showForgetKey();
+    render(); // a server that needs a key asks for one again
+  }
+
   function askForKey(refused) {
     if (pendingKey) return pendingKey;
     const dialog = document.getElementById("key-dialog");
@@ -113,6 +135,7 @@
           sessionKey = key;
         }
         finish();
+        showForgetKey();
         resolve();
       }
       function cancelled() {
@@ -136,7 +159,7 @@
 
   async function api(path, options) {
     for (;;) {
-      const key = storedKey() || sessionKey;
+      const key = heldKey();
       const headers = { Accept: "application/json" };
       if (options && options.body) headers["Content-Type"] = "application/json";
       if (key) headers.Authorization = "Bearer " + key;
@@ -562,7 +585,25 @@
   // ---- groups ----------------------------------------------------------------------------------
 
   async function groupsView() {
-    const result = await api("/groups");
+    // kp serve keeps no groups (a near-duplicate is rejected when contributed): no /v1/groups.
+    const result = await api("/groups").catch((error) => {
+      if (error.status === 404) return null;
+      throw error;
+    });
+    if (result === null) {
+      return {
+        title: "Groups",
+        status: "This server keeps no groups.",
+        nodes: [
+          h("h1", null, "Groups of near-duplicates"),
+          h(
+            "p",
+            { class: "empty" },
+            "This server keeps no groups: a knowledge base rejects a near-duplicate when it is contributed. kp curate --groups writes groups of a set of traces, and kp view shows them."
+          ),
+        ],
+      };
+    }
     const groups = result.groups || [];
     const sections = groups.map((group, index) =>
       h(
@@ -600,8 +641,12 @@
     if (text) location.hash = "#/search?" + new URLSearchParams({ text });
   });
   window.addEventListener("hashchange", render);
+  document.getElementById("forget-key").addEventListener("click", forgetKey);
+  showForgetKey();
   stats().then((info) => {
     document.getElementById("search-note").textContent = searchNote(info);
+    // Only a server with groups (kp view) counts them; elsewhere the link would lead nowhere.
+    document.getElementById("nav-groups-item").hidden = !info || typeof info.groups !== "number";
   });
   render();
 })();

@@ -1,0 +1,123 @@
+"""Choosing a trace's task objective: the task, not whatever a harness sent first.
+
+Real harnesses put something other than the task in the first user message: LangChain
+integrations log a "Be helpful!" instruction ahead of it, Terminus-2 wraps it in a 3 KB
+instruction template, Codex sends ``AGENTS.md`` and an ``<environment_context>`` block first.
+Every importer feeds user text to :class:`~._builder.TraceBuilder`, which applies these rules
+through this module:
+
+1. **An explicit task field** (a trace's ``input``, a task's ``instruction``) is the objective
+   when the source has one: the importer passes it with its :data:`ObjectiveFrom` name.
+2. **A known template's task is extracted** (:func:`task_from_template`): the text between
+   Terminus-2's ``Task Description:`` and ``Current terminal state:``.
+3. **Harness preambles are skipped** (:func:`preamble_kind`): a user message that is a known
+   preamble is not the objective while a later user message can be; it is kept in
+   ``metadata.kp_import.objective_context``. A preamble that is the only user message is still
+   the objective (it is the best there is).
+4. **No user message at all** (a crashed run, OTel with content capture off): the best available
+   text (trace input, agent name, span name) is the objective, marked ``objective`` in
+   ``kp_import.defaulted``.
+
+Where the objective came from is kept as ``metadata.kp_import.objective_from`` (one of
+:data:`ObjectiveFrom`'s values, ``template:<name>`` for an extracted task).
+
+The API for importers: :func:`task_from_template`, :func:`preamble_kind` and the origin names.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "FROM_AGENT_NAME",
+    "FROM_FORMAT",
+    "FROM_OPTION",
+    "FROM_SPAN_NAME",
+    "FROM_TASK_FIELD",
+    "FROM_TOOL_NAMES",
+    "FROM_TRACE_INPUT",
+    "FROM_TRACE_NAME",
+    "FROM_USER_MESSAGE",
+    "ObjectiveFrom",
+    "preamble_kind",
+    "task_from_template",
+]
+
+# Where an objective came from (``metadata.kp_import.objective_from``).
+FROM_OPTION = "option"  # the caller's ImportOptions.objective / --objective
+FROM_TASK_FIELD = "task_field"  # an explicit task field of the source
+FROM_TRACE_INPUT = "trace_input"  # a trace's or root run's/span's input value
+FROM_USER_MESSAGE = "user_message"  # the first user message that is not a preamble
+# Defaulted: the source holds no user message.
+FROM_TRACE_NAME = "trace_name"
+FROM_AGENT_NAME = "agent_name"
+FROM_SPAN_NAME = "span_name"
+FROM_TOOL_NAMES = "tool_names"
+FROM_FORMAT = "format"
+
+ObjectiveFrom = str
+TEMPLATE_PREFIX = "template:"
+
+# -- templates ------------------------------------------------------------------------------
+
+_TERMINUS_2_START = "You are an AI assistant tasked with solving command-line tasks"
+_TERMINUS_2_TASK = re.compile(
+    r"\nTask Description:\n(?P<task>.*?)\n+Current terminal state:", re.DOTALL
+)
+
+
+def task_from_template(text: str) -> tuple[str, str] | None:
+    """The task inside a known harness's instruction template, and the template's name.
+
+    Terminus-2 (Harbor, Terminal-Bench): a message starting with "You are an AI assistant
+    tasked with solving command-line tasks" holds the task between ``Task Description:`` and
+    ``Current terminal state:``; the name is ``terminus-2``. ``None`` for any other text.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith(_TERMINUS_2_START):
+        match = _TERMINUS_2_TASK.search(stripped)
+        if match is not None and match.group("task").strip():
+            return match.group("task").strip(), "terminus-2"
+    return None
+
+
+# -- preambles ------------------------------------------------------------------------------
+
+# Short instructions about how to behave, sent as a user message ahead of the task (LangChain
+# examples send "Be helpful!"). Only short, one-line text is a candidate: a task is not.
+_ADJECTIVE = (
+    r"(?:helpful|concise|brief|polite|friendly|nice|precise|accurate|honest|harmless|careful)"
+)
+_BEHAVIOUR = re.compile(
+    rf"^\s*(?:please\s+)?(?:"
+    rf"be\s+{_ADJECTIVE}(?:\s*(?:,|and|,\s*and)\s*{_ADJECTIVE})*"
+    r"|you\s+are\s+(?:a|an)\s+[\w\s-]{0,40}?(?:assistant|agent|bot|ai)"
+    r"|act\s+as\s+(?:a|an)\s+[\w\s-]{0,40}?(?:assistant|agent)"
+    r")[\s.!]*$",
+    re.IGNORECASE,
+)
+_BEHAVIOUR_MAX = 200
+# Codex CLI: the project's AGENTS.md and the sandbox description come before the task.
+_CODEX_PREFIXES = (
+    "# AGENTS.md instructions for",
+    "<user_instructions>",
+    "<environment_context>",
+    "<permissions instructions>",
+)
+
+
+def preamble_kind(text: str) -> str | None:
+    """What kind of harness preamble ``text`` is, or ``None`` when it may be the task.
+
+    - ``codex``: ``AGENTS.md`` instructions (``# AGENTS.md instructions for ...``,
+      ``<user_instructions>``) or an ``<environment_context>`` block, as Codex sends them;
+    - ``instruction``: an instruction about behaviour and nothing else, not a task ("Be
+      helpful!", "Be concise and accurate.", "You are a helpful assistant.", "Act as a travel
+      agent"): the whole text is one such phrase (at most 200 characters).
+    """
+    stripped = text.strip()
+    if stripped.startswith(_CODEX_PREFIXES):
+        return "codex"
+    if len(stripped) <= _BEHAVIOUR_MAX and _BEHAVIOUR.match(stripped):
+        return "instruction"
+    return None

@@ -1,0 +1,213 @@
+"""What the MCP tools do, as plain blocking calls over the service's engine and the library.
+
+Every read is for a key's eyes (its :class:`~knowledgepulse.kb.Viewer`); a trace it may not
+see is answered exactly as one that does not exist. Contributions go through the same path as
+``POST /v1/traces``: limits, redaction, then :meth:`Engine.contribute` (scored against the
+whole base, stored when the value reaches the threshold, idempotent by id).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.exceptions import HTTPException
+
+from .._genai_spans import memory_span
+from .._recall import render_steps, search_similar, worked_examples
+from ..kb import ApiKey
+from ..service._bodies import Redactor, RequestProblem, traces_of
+from ..service._engine import NEAR_DUPLICATE, Engine
+from ..service._settings import ServiceSettings
+
+__all__ = ["LOCAL_KEY", "NotFound", "ToolProblem", "TraceMemory"]
+
+#: Who a local stdio server acts as: the base's owner, who sees every trace (as ``kp kb``
+#: does) and contributes as ``local``.
+LOCAL_KEY = ApiKey(id="local", name="local", scope="admin", org=None, created_at="")
+
+
+class ToolProblem(ValueError):
+    """A tool's arguments are wrong or over a limit: the message names the argument."""
+
+
+class NotFound(LookupError):
+    """No such trace, or one the key may not see (the same answer for both)."""
+
+    def __init__(self, trace_id: str) -> None:
+        super().__init__(f"no trace {trace_id}")
+
+
+@dataclass
+class TraceMemory:
+    """The engine (base, embedder, threshold), the limits and the redaction, for the tools."""
+
+    engine: Engine
+    settings: ServiceSettings
+    redact: Redactor
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def search_traces(
+        self,
+        key: ApiKey,
+        query: str,
+        *,
+        domain: str | None = None,
+        success_only: bool = True,
+        min_value: float | None = None,
+        limit: int = 5,
+    ) -> dict[str, Any]:
+        hits = self._search(key, query, domain, success_only, min_value, limit)
+        return {"hits": [hit.to_dict() for hit in hits], "examples": worked_examples(hits)}
+
+    def _search(
+        self,
+        key: ApiKey,
+        query: str,
+        domain: str | None,
+        success_only: bool,
+        min_value: float | None,
+        limit: int,
+    ) -> list[Any]:
+        limit = min(limit, self.settings.max_k)
+        try:
+            return search_similar(
+                self.engine.kb,
+                self.engine.embedder,
+                query,
+                k=limit,
+                viewer=key.viewer,
+                success_only=success_only,
+                domain=domain,
+                min_value=min_value,
+            )
+        except ValueError as exc:
+            raise ToolProblem(str(exc)) from None
+
+    def get_trace(self, key: ApiKey, trace_id: str, detail: str = "summary") -> dict[str, Any]:
+        found = self.engine.detail(trace_id, key.viewer)
+        if found is None:
+            raise NotFound(trace_id)
+        if detail == "full":
+            return {"id": trace_id, **found.model_dump(mode="json")}
+        trace = found.trace
+        record = found.record
+        task = trace.get("task") or {}
+        outcome = trace.get("outcome") or {}
+        metadata = trace.get("metadata") or {}
+        return {
+            "id": trace_id,
+            "value": None if record is None else record.score,
+            "objective": task.get("objective"),
+            "outcome": outcome.get("result_summary"),
+            "success": metadata.get("success"),
+            "domain": metadata.get("task_domain"),
+            "steps": render_steps(trace),
+            "added_at": found.added_at,
+            "near_duplicates": [n.model_dump() for n in found.near_duplicates],
+        }
+
+    # -- the two tools ChatGPT connectors require ---------------------------------------------
+
+    def search(self, key: ApiKey, query: str) -> dict[str, Any]:
+        """``search``: the results as ChatGPT connectors take them (id, title, url)."""
+        hits = self._search(key, query, None, False, None, 10)
+        return {
+            "results": [
+                {"id": hit.id, "title": hit.objective or hit.id, "url": trace_uri(hit.id)}
+                for hit in hits
+            ]
+        }
+
+    def fetch(self, key: ApiKey, trace_id: str) -> dict[str, Any]:
+        """``fetch``: one trace as ChatGPT connectors take it (id, title, text, url, metadata)."""
+        summary = self.get_trace(key, trace_id, "summary")
+        text = worked_examples_text(summary)
+        return {
+            "id": trace_id,
+            "title": summary["objective"] or trace_id,
+            "text": text,
+            "url": trace_uri(trace_id),
+            "metadata": {
+                "value": summary["value"],
+                "success": summary["success"],
+                "domain": summary["domain"],
+            },
+        }
+
+    def resource(self, key: ApiKey, trace_id: str) -> str:
+        """``kp://trace/{id}``: the stored trace and its score record, as JSON."""
+        return json.dumps(self.get_trace(key, trace_id, "full"), ensure_ascii=False)
+
+    def recent(self, key: ApiKey, limit: int = 50) -> list[tuple[str, str | None]]:
+        """The latest traces the key may see: (id, objective)."""
+        listing = self.engine.listing(
+            key.viewer, sort="-added_at", domain=None, text=None, limit=limit, offset=0
+        )
+        return [(item.id, item.objective) for item in listing.items]
+
+    # -- contributing -----------------------------------------------------------------------
+
+    def contribute_trace(
+        self, key: ApiKey, trace: Any, visibility: str | None = None, *, source: str = "mcp"
+    ) -> dict[str, Any]:
+        if not key.allows("contribute"):
+            raise ToolProblem(f"this key's scope is {key.scope}; contribute_trace needs contribute")
+        if not isinstance(trace, dict):
+            raise ToolProblem(
+                f"trace: expected a ReasoningTrace object, got {type(trace).__name__}"
+            )
+        size = len(json.dumps(trace, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > self.settings.max_body_bytes:
+            raise ToolProblem(
+                f"trace: {size:,} bytes; at most {self.settings.max_body_bytes:,} are taken"
+            )
+        if visibility is not None:
+            metadata = trace.get("metadata")
+            trace = {**trace, "metadata": {**(metadata if isinstance(metadata, dict) else {})}}
+            trace["metadata"]["visibility"] = visibility
+        try:
+            parsed = traces_of(trace, None, self.settings, many=False)[0]
+        except RequestProblem as exc:
+            first = exc.problems[0] if exc.problems else None
+            where = "trace" if first is None or not first.path else f"trace.{first.path}"
+            message = first.message if first is not None else str(exc.detail)
+            raise ToolProblem(f"{where}: {message}") from None
+        except HTTPException as exc:  # 413: too many steps
+            raise ToolProblem(f"trace.{exc.detail}") from None
+        with memory_span("create_memory", self.engine.kb) as span:
+            span.set_attribute("gen_ai.memory.record.id", parsed.id)
+            result = self.engine.contribute([self.redact(parsed)], key, source)[0]
+            span.set_attribute("gen_ai.memory.record.count", int(result.status == "accepted"))
+        nearest = result.nearest
+        duplicate = (
+            None
+            if nearest is None or nearest.similarity < NEAR_DUPLICATE
+            else {"id": nearest.id, "similarity": round(nearest.similarity, 4)}
+        )
+        return {
+            "id": result.id,
+            "status": result.status,
+            "score": result.value,
+            "threshold": result.threshold,
+            "passed": result.value is not None and result.value >= result.threshold,
+            "stored": result.status in ("accepted", "already_stored"),
+            "duplicate_of": duplicate,
+            "explanation": result.explanation,
+        }
+
+
+def trace_uri(trace_id: str) -> str:
+    return f"kp://trace/{trace_id}"
+
+
+def worked_examples_text(summary: dict[str, Any]) -> str:
+    lines = [
+        f"Task: {summary['objective'] or '(not recorded)'}",
+        "Steps:",
+        summary["steps"] or "(none recorded)",
+        f"Outcome: {summary['outcome'] or '(not recorded)'}",
+    ]
+    return "\n".join(lines)
