@@ -17,6 +17,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +51,6 @@ CREATE INDEX IF NOT EXISTS traces_domain ON traces (domain);
 BUSY_TIMEOUT_S = 60.0
 
 
-def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _vector_bytes(vector: FloatArray) -> bytes:
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
 def _bytes_vector(data: Any) -> FloatArray:
     return np.frombuffer(data, dtype="<f4").astype(np.float32)
 
@@ -70,9 +63,9 @@ SQLITE = Dialect(
     vector_column="vector",
     insert_trace="INSERT OR IGNORE INTO traces (id, trace, record, vector, value, domain, "
     "visibility, owner, org, source, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    json_out=_json_text,
+    json_out=partial(json.dumps, ensure_ascii=False, separators=(",", ":")),
     json_in=json.loads,
-    vector_out=_vector_bytes,
+    vector_out=lambda vector: np.asarray(vector, dtype="<f4").tobytes(),
     vector_in=_bytes_vector,
     time_in=str,
 )
