@@ -32,13 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._formulas import NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
 from ._profiles import ProfileRegistry, global_registry
 from ._schema import ReasoningTrace, parse_trace
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
 
 __all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
 
@@ -116,7 +119,7 @@ def curate(
     *,
     embedder: Any,
     similarity: float = DEFAULT_SIMILARITY,
-    kb: Any = None,
+    kb: KnowledgeBase | None = None,
     profiles: ProfileRegistry | None = None,
     batch_size: int = 64,
     first_pass: Any = None,
@@ -264,7 +267,9 @@ def _embed(embedder: Any, traces: Sequence[ReasoningTrace], batch_size: int) -> 
     return np.where(norms > 0, matrix / np.where(norms > 0, norms, 1.0), 0.0).astype(np.float32)
 
 
-def _nearest_stored(kb: Any, vectors: np.ndarray) -> list[tuple[str, float] | None]:
+def _nearest_stored(
+    kb: KnowledgeBase | None, vectors: np.ndarray
+) -> list[tuple[str, float] | None]:
     if kb is None or len(kb) == 0:
         return [None] * vectors.shape[0]
     found: list[tuple[str, float] | None] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,6 +32,9 @@ from ._run import (
 from ._run import signals_held as _signals_held
 from ._score_table import print_score_table
 from ._score_table import table_row as _table_row
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 
 @app.command(
@@ -345,7 +348,9 @@ def _profile_registry(profiles: Path | None) -> Any:
     return registry
 
 
-def _open_kb(stack: ExitStack, location: str, embedder: Any, console: Any, quiet: bool) -> Any:
+def _open_kb(
+    stack: ExitStack, location: str, embedder: Any, console: Any, quiet: bool
+) -> KnowledgeBase:
     """The knowledge base at ``location``, checked against the embedder, closed with ``stack``."""
     from ..kb import EmbeddingIdentity, open_knowledge_base
 
