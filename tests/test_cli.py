@@ -195,6 +195,52 @@ def test_validate_lists_every_problem(capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0 and out == ""
 
 
+def test_validate_lists_every_invalid_record_unfolded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 200 records broken the same way: validate lists all 200 (score and import fold them).
+    missing = make_trace()
+    del missing["metadata"]["success"]
+    source = write_jsonl(tmp_path / "t.jsonl", [missing] * 100 + [[1]] * 100)
+    code, out, err = kp(capsys, "validate", str(source))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{source}:{n}: metadata.success: required field is missing" for n in range(1, 101)
+    ] + [f"{source}:{n}: expected a JSON object, got an array" for n in range(101, 201)]
+    assert "more records like these" not in out + err
+    assert "records in: 200 = processed 0 + rejected 200: 0 valid, 200 invalid" in err
+    code, _, err = kp(capsys, "score", "--no-embed", str(source))
+    assert code == 1
+    assert err.count(f"{source}:") == 6
+    assert "… and 97 more records like these (metadata.success: required field is" in err
+
+
+def test_concatenated_pretty_printed_traces_are_read_one_by_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What `jq . traces.jsonl` writes, with one trace cut short in the middle.
+    pretty = [json.dumps(make_trace(trace_id=f"kp:trace:{n}"), indent=2) for n in range(3)]
+    cut = pretty[1][: len(pretty[1]) // 2]
+    source = tmp_path / "t.jsonl"
+    source.write_text("\n".join([pretty[0], cut, *pretty[1:]]) + "\n")
+    starts = [1]
+    for text in [pretty[0], cut, pretty[1]]:
+        starts.append(starts[-1] + text.count("\n") + 1)
+    code, out, err = kp(capsys, "validate", str(source))
+    assert code == 1, err
+    assert "internal error" not in err
+    assert "records in: 4 = processed 3 + rejected 1: 3 valid, 1 invalid" in err
+    (problem,) = out.splitlines()
+    assert problem.startswith(f"{source}:") and ": invalid JSON: " in problem
+    code, out, err = kp(capsys, "score", "--no-embed", str(source))
+    assert code == 1, err
+    assert [(r["id"], r["line"]) for r in lines(out)] == [
+        ("kp:trace:0", starts[0]),
+        ("kp:trace:1", starts[2]),
+        ("kp:trace:2", starts[3]),
+    ]
+
+
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = kp(capsys, "--version")
     assert code == 0 and out.startswith("kp (knowledgepulse) ")
@@ -239,13 +285,68 @@ def test_python_m_usage_error_has_no_traceback() -> None:
     )
 
 
-def test_table_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_table_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # not a terminal: the whole table
     code, out, _ = kp(
         capsys, "score", str(EXAMPLES / "traces.jsonl"), "-o", str(tmp_path / "s.jsonl"), "--table"
     )
     assert code == 0
     assert "value scores" in out and "finance-demo-001" in out and "single_thought" in out
     assert len(lines((tmp_path / "s.jsonl").read_text())) == 30
+
+
+@pytest.mark.parametrize(
+    ("columns", "left_out"),
+    [
+        (80, "profile, rules fired, tools, outcome"),
+        (60, "profile, rules fired, tools, outcome, complexity"),
+        (150, None),
+    ],
+)
+def test_table_fits_the_terminal_saying_what_it_left_out(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+    left_out: str | None,
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))  # what a terminal of that width sets
+    monkeypatch.setenv("KNOWLEDGEPULSE_EMBEDDER", "none")
+    output = tmp_path / "s.jsonl"
+    code, out, _ = kp(capsys, "score", str(EXAMPLES / "traces.jsonl"), "-o", str(output), "--table")
+    assert code == 0
+    table = out.splitlines()
+    assert max(len(line.rstrip()) for line in table) <= columns
+    rows = [line for line in table if line.startswith("│")]
+    assert [int(row.split("│")[1]) for row in rows] == list(range(1, 31))  # one row per trace
+    assert ("│ finance-demo-001 " in out) == (columns >= 80)  # a short id whole where it fits
+    long_id = {80: "│ 550e8400-e29b-41d4… │", 60: "│ 550e8400-e2… │"}
+    assert long_id.get(columns, "│ 550e8400-e29b-41d4-a716-446655440000 │") in out
+    assert "│  0.500* │" in out
+    notes = table[table.index(next(line for line in table if line.startswith("└"))) + 1 :]
+    assert notes[0] == "novelty: * no embedder (0.5)"
+    if left_out is None:
+        assert notes == ["novelty: * no embedder (0.5)"]
+        assert "code-review → default" in out
+    else:
+        assert " ".join(note.strip() for note in notes[1:]) == (
+            f"left out to fit {columns} columns: {left_out} (the -o file has every figure)"
+        )
+
+
+def test_table_in_a_file_is_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    output = tmp_path / "s.jsonl"
+    code, out, _ = kp(capsys, "score", str(EXAMPLES / "traces.jsonl"), "-o", str(output), "--table")
+    assert code == 0
+    assert "left out" not in out and "0.500 (no embedder)" in out and "rules fired" in out
+    assert all(
+        line.startswith(("value scores", "┏", "┃", "┡", "│", "└")) for line in out.splitlines()
+    )
 
 
 def test_eval_scheduling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -318,6 +318,75 @@ def test_json_file_holding_jsonl(tmp_path: Path) -> None:
     ]
 
 
+# -- concatenated documents -----------------------------------------------------------------
+
+SPAN = {"name": "root", "context": {"trace_id": "0x5b", "span_id": "0x01"}, "events": [{"a": 1}]}
+
+
+def spans(count: int, indent: int | None = 4) -> bytes:
+    """What OpenTelemetry's ConsoleSpanExporter writes (or ``jq .`` for JSONL): documents one
+    after another, each pretty-printed with its closing brace alone on its last line."""
+    return b"".join(
+        json.dumps({**SPAN, "name": f"s{i}"}, indent=indent).encode() + b"\n" for i in range(count)
+    )
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.json", "t.json.gz", "-"])
+def test_concatenated_pretty_documents_are_records_at_their_first_line(
+    tmp_path: Path, name: str
+) -> None:
+    data = spans(3)
+    span_lines = json.dumps(SPAN, indent=4).count("\n") + 1
+    if name == "-":
+        records = read_stdin(data)
+    else:
+        records = read(write(tmp_path / name, gzip.compress(data) if name.endswith("gz") else data))
+    assert summary(records) == [
+        (1 + i * span_lines, None, {**SPAN, "name": f"s{i}"}, None) for i in range(3)
+    ]
+
+
+def test_concatenated_documents_compact_and_pretty_mixed(tmp_path: Path) -> None:
+    data = b'{"a":1}\n' + json.dumps({"b": [1, 2]}, indent=2).encode() + b'\n{"c":3}\n'
+    for records in (
+        read(write(tmp_path / "t.jsonl", data)),
+        read(write(tmp_path / "t.json", data)),
+    ):
+        assert summary(records) == [
+            (1, None, {"a": 1}, None),
+            (2, None, {"b": [1, 2]}, None),
+            (8, None, {"c": 3}, None),
+        ]
+
+
+def test_a_malformed_document_is_one_rejection_and_reading_goes_on(tmp_path: Path) -> None:
+    # The second document is cut short (its writer died); the third starts at the margin.
+    cut = json.dumps(SPAN, indent=2)[:40]
+    data = spans(1, indent=2) + cut.encode() + b"\n" + spans(2, indent=2)
+    records = read(write(tmp_path / "t.jsonl", data))
+    lines = [r.line for r in records]
+    assert [r.data["name"] for r in records if r.error is None] == ["s0", "s0", "s1"]
+    rejected = [r for r in records if r.error is not None]
+    assert len(rejected) == 1 and rejected[0].error.startswith("invalid JSON: ")
+    assert rejected[0].raw == cut
+    assert lines == sorted(lines) and len(records) == 4
+
+
+def test_a_lone_brace_then_jsonl_rejects_the_brace_alone(tmp_path: Path) -> None:
+    data = b'{"a":1}\n{\n{"b":2}\n{"c":3}\n'
+    assert summary(read(write(tmp_path / "t.jsonl", data))) == [
+        (1, None, {"a": 1}, None),
+        (
+            2,
+            None,
+            None,
+            "invalid JSON: Expecting property name enclosed in double quotes (column 2)",
+        ),
+        (3, None, {"b": 2}, None),
+        (4, None, {"c": 3}, None),
+    ]
+
+
 # -- stdin ----------------------------------------------------------------------------------
 
 
@@ -580,3 +649,96 @@ def test_any_truncated_gzip_keeps_every_whole_line_before_the_cut(
             assert [r.data for r in records[:-1]] == objects[:whole]
             assert records[-1].line == whole + 1 and records[-1].error is not None
             assert "reading stopped" in records[-1].error
+
+
+# -- any documents, one after another, some cut short ---------------------------------------
+
+INDENTS = st.sampled_from([None, 0, 1, 2, 4])
+
+
+@st.composite
+def nested_objects_strategy(draw: st.DrawFn) -> dict[str, Any]:
+    """An object, sometimes with a value nested up to 230 levels deep (the limit is 200)."""
+    value: Any = draw(st.dictionaries(TEXT, VALUES, max_size=4))
+    depth = draw(st.sampled_from([0, 0, 0, 5, 198, 230]))
+    inner: Any = draw(VALUES)
+    for level in range(depth):
+        inner = [inner] if level % 2 else {"k": inner}
+    if depth:
+        value["deep"] = inner
+    return value  # type: ignore[no-any-return]
+
+
+DOCUMENT_LISTS = st.lists(st.tuples(nested_objects_strategy(), INDENTS), min_size=1, max_size=6)
+
+
+def depth_of(value: Any) -> int:
+    """Levels the parser descends (into an empty array or object it does not)."""
+    children = list(value.values()) if isinstance(value, dict) else value
+    if not isinstance(value, (dict, list)) or not children:
+        return 0
+    return 1 + max(depth_of(child) for child in children)
+
+
+def concatenated(documents: list[tuple[dict[str, Any], int | None]]) -> tuple[list[str], list[int]]:
+    """Each document's text (``indent`` None: one line) and the line it starts at."""
+    texts = [json.dumps(value, indent=indent, ensure_ascii=False) for value, indent in documents]
+    starts, line = [], 1
+    for text in texts:
+        starts.append(line)
+        line += text.count("\n") + 1
+    return texts, starts
+
+
+def read_every_way(data: bytes, folder: Path) -> list[list[InputRecord]]:
+    return [
+        read(write(folder / "t.jsonl", data)),
+        read(write(folder / "t.json", data)),
+        read(write(folder / "t.jsonl.gz", gzip.compress(data))),
+        read_stdin(data),
+    ]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents=DOCUMENT_LISTS, cut=st.none() | st.tuples(st.integers(0, 5), st.floats(0, 1)))
+def test_any_documents_one_after_another_read_without_an_internal_error(
+    documents: list[tuple[dict[str, Any], int | None]], cut: tuple[int, float] | None
+) -> None:
+    texts, starts = concatenated(documents)
+    expected = [
+        (line, None, value, None) if depth_of(value) <= 200 else (line, None, None, DEEP)
+        for line, (value, _) in zip(starts, documents)
+    ]
+    broken = None
+    if cut is not None:
+        broken = cut[0] % len(texts)
+        text = texts[broken]
+        texts[broken] = text[: max(1, int(len(text) * cut[1]))]
+        if texts[broken] == text:
+            broken = None
+        else:  # the lines of what follows move up
+            shift = text.count("\n") - texts[broken].count("\n")
+            expected = expected[:broken] + [
+                (line - shift, *rest) for line, *rest in expected[broken + 1 :]
+            ]
+    data = "".join(text + "\n" for text in texts).encode()
+    with tempfile.TemporaryDirectory() as folder:
+        for records in read_every_way(data, Path(folder)):
+            for record in records:  # every record is read or refused, in order
+                assert (record.data is None) != (record.error is None)
+            assert [r.line for r in records] == sorted(r.line for r in records)
+            if broken is None:
+                assert summary(records) == expected
+                continue
+            assert summary(records[:broken]) == expected[:broken]
+            assert any(r.error is not None for r in records[broken:])
+            _, indent = documents[broken]
+            cut_text = texts[broken].strip()
+            resumes = (indent is None and cut_text not in ("{", "[")) or (
+                indent and cut_text.count("\n") >= 1
+            )
+            if resumes and expected[broken:]:  # the documents after the cut one are read whole
+                after = [
+                    r for r in records[broken:] if r.line > starts[broken] + cut_text.count("\n")
+                ]
+                assert summary(after)[-len(expected[broken:]) :] == expected[broken:]

@@ -213,8 +213,10 @@ def size_over(path: Path, size: int) -> Callable[[], bool]:
     return lambda: path.exists() and path.stat().st_size > size
 
 
-def check_interrupted_score(finished: Finished, out_path: Path, rejects_path: Path) -> Accounting:
-    assert finished.code == 130, finished.stderr
+def check_interrupted_score(
+    finished: Finished, out_path: Path, rejects_path: Path, sig: int = signal.SIGINT
+) -> Accounting:
+    assert finished.code == 128 + sig, finished.stderr
     assert "Traceback" not in finished.stderr and "internal error" not in finished.stderr
     assert "interrupted: the output holds every line written so far" in finished.stderr
     counts = accounting(finished.stderr)
@@ -253,7 +255,7 @@ def test_score_stopped_by_a_signal_accounts_for_every_record(
     out_path, rejects_path = tmp_path / "out.jsonl", tmp_path / "rejects.jsonl"
     args = ["score", str(big_file), "-o", str(out_path), "--rejects", str(rejects_path)]
     finished = run_until(args, size_over(out_path, 100_000), sig, tmp_path)
-    check_interrupted_score(finished, out_path, rejects_path)
+    check_interrupted_score(finished, out_path, rejects_path, sig)
 
 
 @pytest.mark.usefixtures("score_workers")
@@ -263,7 +265,7 @@ def test_gzip_output_killed_by_sigterm_decompresses_to_whole_lines(
     out_path, rejects_path = tmp_path / "out.jsonl.gz", tmp_path / "rejects.jsonl.gz"
     args = ["score", str(big_file), "-o", str(out_path), "--rejects", str(rejects_path), "-q"]
     finished = run_until(args, size_over(out_path, 0), signal.SIGTERM, tmp_path)
-    counts = check_interrupted_score(finished, out_path, rejects_path)
+    counts = check_interrupted_score(finished, out_path, rejects_path, signal.SIGTERM)
     assert counts.processed > 0
 
 
@@ -283,6 +285,157 @@ def test_validate_interrupted_prints_its_accounting_line(big_file: Path, tmp_pat
         assert re.fullmatch(rf"{re.escape(str(big_file))}:\d+: {re.escape(problem)}", line) or (
             line.startswith("… and ")
         ), line
+
+
+# -- exit statuses scripts rely on: 128 + the signal, after the same clean stop --------------
+
+#: Every batch command that reads through the tally, with its output: (args, output file).
+BATCH_COMMANDS = {
+    "validate": ["validate", "{source}"],
+    "score": ["score", "{source}", "-o", "{out}", "--rejects", "{rejects}"],
+    "import": ["import", "--from", "trace", "{source}", "-o", "{out}", "--rejects", "{rejects}"],
+    "redact": ["redact", "{source}", "-o", "{out}", "--rejects", "{rejects}"],
+    "eval": ["eval", "--rubric", "scheduling", "{source}", "-o", "{out}", "--rejects", "{rejects}"],
+}
+
+
+def stop_with_signals(
+    command: str, source: Path, folder: Path, sig: int, count: int
+) -> tuple[Finished, Accounting]:
+    """Run ``command`` until it has written results, then send ``sig`` ``count`` times, 20 ms
+    apart (a user pressing Ctrl-C again, a supervisor repeating SIGTERM)."""
+    out_path, rejects_path = folder / "out.jsonl", folder / "rejects.jsonl"
+    args = [
+        a.format(source=source, out=out_path, rejects=rejects_path) for a in BATCH_COMMANDS[command]
+    ]
+    stdout_path, stderr_path = folder / "stdout.txt", folder / "stderr.txt"
+    ready = size_over(
+        stdout_path if command == "validate" else out_path, 100_000 if command != "validate" else 0
+    )
+    with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            [*kp_command(), *args], stdout=stdout, stderr=stderr, env=kp_env()
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not ready() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert process.poll() is None, "the run ended before it could be stopped"
+            for _ in range(count):
+                if process.poll() is not None:
+                    break
+                process.send_signal(sig)
+                time.sleep(0.02)
+            code = process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    finished = Finished(code, stdout_path.read_text(), stderr_path.read_text())
+    assert "Traceback" not in finished.stderr and "internal error" not in finished.stderr
+    return finished, accounting(finished.stderr)
+
+
+@pytest.mark.parametrize("command", list(BATCH_COMMANDS))
+@pytest.mark.parametrize(
+    ("sig", "count"),
+    [(signal.SIGINT, 1), (signal.SIGINT, 2), (signal.SIGTERM, 1), (signal.SIGTERM, 3)],
+    ids=["SIGINT", "SIGINT-twice", "SIGTERM", "SIGTERM-thrice"],
+)
+def test_a_stopped_batch_command_exits_128_plus_the_signal_after_its_accounting(
+    big_file: Path, tmp_path: Path, command: str, sig: int, count: int
+) -> None:
+    finished, counts = stop_with_signals(command, big_file, tmp_path, sig, count)
+    assert counts.rejected > 0  # records were rejected before the stop: still not 1
+    assert finished.code == 128 + sig, finished.stderr
+    assert counts.records_in < BIG_RECORDS
+    assert "interrupted" in finished.stderr
+
+
+@pytest.mark.usefixtures("score_workers")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_score_on_workers_stopped_exits_128_plus_the_signal(
+    big_file: Path, tmp_path: Path, sig: int
+) -> None:
+    finished, counts = stop_with_signals("score", big_file, tmp_path, sig, 2)
+    assert finished.code == 128 + sig, finished.stderr
+    assert counts.rejected > 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_curate_stopped_while_curating_accounts_and_writes_nothing(
+    tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from knowledgepulse.embedding import choose_embedder
+
+    monkeypatch.delenv("KNOWLEDGEPULSE_EMBEDDER")  # kp curate uses the default embedder
+    if choose_embedder("auto", bulk=True).embedder is None:
+        pytest.skip("kp curate needs an embedder")
+    rng = random.Random(7)
+    words = ["alpha", "beta", "gamma", "delta", "kappa", "lambda", "sigma", "omega"]
+    source = tmp_path / "pile.jsonl"
+    source.write_text(
+        "".join(
+            (
+                "{broken"
+                if is_broken_line(n)
+                else trace_line(n, objective=" ".join(rng.choice(words) for _ in range(12)))
+            )
+            + "\n"
+            for n in range(1, 3001)
+        )
+    )
+    kept, stderr_path = tmp_path / "kept.jsonl", tmp_path / "stderr.txt"
+    env = {k: v for k, v in os.environ.items() if k != "KNOWLEDGEPULSE_EMBEDDER"}
+    with open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(
+            [
+                *kp_command(),
+                "curate",
+                str(source),
+                "-o",
+                str(kept),
+                "--groups",
+                str(tmp_path / "g"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            # "embedder: ..." is said once everything is read, as curating starts.
+            while "embedder:" not in stderr_path.read_text() and time.monotonic() < deadline:
+                assert process.poll() is None, stderr_path.read_text()
+                time.sleep(0.01)
+            time.sleep(0.3)
+            assert process.poll() is None, "curating ended before it could be stopped"
+            process.send_signal(sig)
+            code = process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    err = stderr_path.read_text()
+    assert code == 128 + sig, err
+    assert accounting(err) == Accounting(3000, 0, 30, 2970, "interrupted")
+    assert err.endswith("interrupted while curating: nothing was written\n")
+    assert not kept.exists()
+
+
+@pytest.mark.parametrize("command", ["score", "validate"])
+def test_output_and_messages_into_a_closed_pipe_exit_0(big_file: Path, command: str) -> None:
+    # kp score FILE 2>&1 | head -1: the pipe closes while kp still writes on both streams.
+    process = subprocess.Popen(
+        [*kp_command(), command, str(big_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=kp_env(),
+    )
+    assert process.stdout is not None
+    process.stdout.readline()
+    process.stdout.close()
+    assert process.wait(timeout=60) == 0
 
 
 class InterruptedStdin:
@@ -373,6 +526,48 @@ def test_score_into_a_closed_pipe_ends_quietly(three_thousand_traces: Path) -> N
 def test_score_into_a_closed_pipe_exits_0(three_thousand_traces: Path) -> None:
     code, _, _ = first_line_then_close(["score", "-q"], three_thousand_traces)
     assert code == 0
+
+
+def blocked_writing(pid: int) -> bool:
+    """Whether process ``pid`` waits for room in a pipe (its reader does not read)."""
+    try:
+        return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.usefixtures("score_workers")
+def test_summary_agrees_with_the_accounting_line_after_an_interrupt(
+    three_thousand_traces: Path,
+) -> None:
+    # kp score writes to a pipe nobody reads until it blocks in the middle of writing a
+    # record; Ctrl-C then arrives while the record is being written, and takes effect once
+    # it is written: that record must be in the summary as in the accounting line.
+    process = subprocess.Popen(
+        [*kp_command(), "score", str(three_thousand_traces)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kp_env(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not blocked_writing(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.2)  # the signal is taken while the write waits
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stderr = err.decode()
+    assert process.returncode == 130, stderr
+    counts = accounting(stderr)
+    written = [json.loads(line) for line in out.decode().splitlines()]
+    assert counts.processed == len(written) > 0
+    assert f"traces scored: {counts.processed} " in stderr
+    assert re.search(rf"^code-review +{counts.processed} ", stderr, re.MULTILINE)  # per domain
 
 
 def max_errors_file(tmp_path: Path) -> Path:

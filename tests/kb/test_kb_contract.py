@@ -12,6 +12,8 @@ import knowledgepulse as kp
 from _helpers import HashingEmbedder, make_trace
 from knowledgepulse.kb import (
     EmbeddingIdentity,
+    KnowledgeBase,
+    KnowledgeBaseError,
     KnowledgeBaseMismatchError,
     StoredTrace,
     open_knowledge_base,
@@ -171,3 +173,48 @@ def test_a_stored_trace_comes_back_as_it_was_written(kb_location: str) -> None:
         stored = kb.get("k")
     assert stored is not None
     assert list(stored.trace) == ["z", "a", "m"] and stored.trace == trace
+
+
+def test_a_base_offers_the_knowledge_base_protocol_and_nothing_else_public(
+    kb_location: str,
+) -> None:
+    """What ``open_knowledge_base`` is typed to return is what each backend offers: a method
+    added to one backend only, or left out of the protocol, fails here."""
+    with open_knowledge_base(kb_location, IDENTITY) as kb:
+        offered = {name for name in dir(kb) if not name.startswith("_")}
+    backend_own = {"dialect", "path", "url"}  # the SQL frame's dialect, the location given
+    assert offered - backend_own == {name for name in dir(KnowledgeBase) if name[0] != "_"}
+
+
+def test_an_unknown_index_mode_is_refused_before_anything_is_made(kb_location: str) -> None:
+    with pytest.raises(ValueError, match=r"^index mode must be auto, exact or ann; got 'fast'$"):
+        open_knowledge_base(kb_location, IDENTITY, index="fast")
+    with pytest.raises(KnowledgeBaseError, match=r"no such knowledge base$"):
+        open_knowledge_base(kb_location, create=False)
+
+
+def test_reads_page_through_a_base_larger_than_a_page(kb_location: str) -> None:
+    """``iter_stored`` reads 1,000 rows at a time and ``stored_records`` asks 500 ids at a
+    time: every row comes back once, in insertion order, as it was written."""
+    n = 2_345
+    items = [
+        StoredTrace(
+            id=f"p{i:05d}",
+            trace={"n": i},
+            vector=unit(i, 8),
+            record=None if i % 3 else {"score": i / n},
+            added_at=f"2026-01-01T00:00:{i % 60:02d}.{i % 1000:03d}Z",
+        )
+        for i in range(n)
+    ]
+    with open_knowledge_base(kb_location, EmbeddingIdentity("m", 8, "whole")) as kb:
+        assert kb.add_many(items[: n // 2]) == n // 2
+        assert kb.add_many(items) == n - n // 2
+        back = list(kb.iter_stored())
+        records = kb.stored_records([item.id for item in reversed(items)] + ["absent"])
+    assert [t.id for t in back] == [item.id for item in items]
+    assert all(np.array_equal(t.vector, item.vector) for t, item in zip(back, items))
+    assert [(t.trace, t.record, t.added_at) for t in back] == [
+        (item.trace, item.record, item.added_at) for item in items
+    ]
+    assert records == {item.id: item.record for item in items}

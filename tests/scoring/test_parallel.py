@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from _helpers import make_trace
-from knowledgepulse.scoring import _parallel
 from knowledgepulse.cli import main
 from knowledgepulse.importers import ImportOptions
 from knowledgepulse.io._reader import iter_records
+from knowledgepulse.scoring import _parallel
 from knowledgepulse.scoring._parallel import (
     WORKERS_ENV,
     ScoringSettings,

@@ -1,8 +1,8 @@
 """The ``kp`` command: a thin shell over the library, one module per command.
 
 ``main`` turns every outcome into an exit status: 0 when every record was processed, 1 when
-any was rejected (or a gate failed), 2 for usage errors (one line on stderr), 130 when
-interrupted. The commands only parse options and call library functions; what they share
+any was rejected (or a gate failed), 2 for usage errors (one line on stderr), 128 + the
+signal when stopped by one (130 for Ctrl-C, 143 for SIGTERM), whatever was rejected before. The commands only parse options and call library functions; what they share
 (the tally, rejections, outputs, progress, signals) is in :mod:`._run`.
 """
 
@@ -17,13 +17,30 @@ from contextlib import contextmanager
 import click
 
 from ._app import app
-from ._run import EXIT_INTERRUPTED, EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+from ._run import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    exit_status_for,
+    restore_signals,
+)
 
 __all__ = ["app", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kp`` with ``argv`` (default: the command line) and return its exit status."""
+    try:
+        code = _run_command(argv)
+    finally:
+        # Without argv, kp is the process (its console script, python -m): it exits next.
+        stop_signal = restore_signals(exiting=argv is None)
+    # Stopped by a signal, during a run or in its shutdown: say so, whatever else happened.
+    return exit_status_for(stop_signal) if stop_signal is not None else code
+
+
+def _run_command(argv: Sequence[str] | None) -> int:
     import logging
 
     from .._errors import KnowledgePulseError
@@ -52,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"kp: error: {exc.format_message()}\n")
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        sys.stderr.write("kp: interrupted\n")
+        try:
+            sys.stderr.write("kp: interrupted\n")
+        except BrokenPipeError:
+            return _reader_went_away()
         return EXIT_INTERRUPTED
     except (BrokenPipeError, OutputClosed):
         return _reader_went_away()
@@ -96,13 +116,15 @@ def _fewer_collections() -> Iterator[None]:
 
 
 def _reader_went_away() -> int:
-    """``kp score … | head``: the reader closed stdout. Not an error: end quietly with 0.
+    """``kp score … | head`` (or ``2>&1 | head``): the reader closed stdout or stderr. Not an
+    error: end quietly with 0.
 
-    Python would flush stdout again at exit and fail once more, so point it at /dev/null.
+    Python would flush both again at exit and fail once more, so point them at /dev/null.
     """
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        for stream in (sys.stdout, sys.stderr):
+            os.dup2(devnull, stream.fileno())
     except (OSError, ValueError):
         pass
     return EXIT_OK

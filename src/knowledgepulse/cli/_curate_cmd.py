@@ -166,30 +166,41 @@ def curate_command(
             raise click.exceptions.Exit(tally.exit_code())
         if not quiet:
             console.print(f"embedder: {chosen.embedder.name} — {chosen.reason}", markup=False)
-        if engine == "ray":
-            from ..distributed._cli import ray_curate
+        # Curating is a run of its own: a stop here is reported like one while reading,
+        # with every record read counted as not processed, since nothing is written.
+        read = tally.processed
+        tally.processed = 0
+        with run:
+            if engine == "ray":
+                from ..distributed._cli import ray_curate
 
-            result = ray_curate(
-                stack, pile, chosen.embedder, address, workers, similarity=threshold, kb=base
-            )
-        else:
-            cheap = None
-            if first_pass == "static":
-                cheap = choose_embedder("static").embedder
-                if not quiet:
-                    console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
-                from ._static_cmd import say_if_building
+                result = ray_curate(
+                    stack, pile, chosen.embedder, address, workers, similarity=threshold, kb=base
+                )
+            else:
+                cheap = None
+                if first_pass == "static":
+                    cheap = choose_embedder("static").embedder
+                    if not quiet:
+                        console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
+                    from ._static_cmd import say_if_building
 
-                say_if_building(console, quiet)
-            result = curate(
-                pile,
-                embedder=chosen.embedder,
-                similarity=threshold,
-                kb=base,
-                batch_size=batch_size,
-                first_pass=cheap,
-                candidate_similarity=candidate_similarity,
-            )
+                    say_if_building(console, quiet)
+                result = curate(
+                    pile,
+                    embedder=chosen.embedder,
+                    similarity=threshold,
+                    kb=base,
+                    batch_size=batch_size,
+                    first_pass=cheap,
+                    candidate_similarity=candidate_similarity,
+                )
+            tally.processed = read
+        if tally.interrupted:
+            tally.print_folded()
+            console.print(tally.accounting(), highlight=False)
+            console.print("interrupted while curating: nothing was written")
+            raise click.exceptions.Exit(tally.exit_code())
         kept_out = open_writer(stack, output)
         groups_out = open_writer(stack, groups)
         with signals_held():

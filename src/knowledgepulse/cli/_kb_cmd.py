@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +20,9 @@ from ._run import (
     signals_held,
     stderr_console,
 )
+
+if TYPE_CHECKING:
+    from ..kb import EmbeddingIdentity, Hit, KnowledgeBase
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXPORT_SCHEMA = "knowledgepulse.kb-entry/1"
@@ -56,7 +59,9 @@ def kb_group() -> None:
     """Look into a knowledge base: stats, search, similar traces, show, export, import, check."""
 
 
-def _open(location: str, *, create: bool = False, identity: Any = None) -> Any:
+def _open(
+    location: str, *, create: bool = False, identity: EmbeddingIdentity | None = None
+) -> KnowledgeBase:
     from ..kb import open_knowledge_base
 
     return open_knowledge_base(location, identity, create=create)
@@ -200,12 +205,12 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
     added = 0
     with ExitStack() as stack:
         run = Run(stack, label="importing", quiet=quiet)
-        kb: Any = None
+        kb: KnowledgeBase | None = None
         batch: list[StoredTrace] = []
 
         def flush() -> None:
             nonlocal added
-            if batch:
+            if batch and kb is not None:  # a batch has a base: it opens on the first line
                 with signals_held():
                     added += kb.add_many(batch)
                     run.tally.processed += len(batch)
@@ -245,7 +250,7 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                 if kb is None:
                     kb = _open(location, create=True, identity=identity)
                     stack.callback(kb.close)
-                elif kb.identity != identity:
+                elif kb.identity is not None and kb.identity != identity:
                     message = (
                         f"vectors made with {identity.describe()}, not {kb.identity.describe()}"
                     )
@@ -274,7 +279,7 @@ def _embedder_for_search(kb: Any = None) -> Any:
     return chosen.embedder
 
 
-def _require_same_model(kb: Any, embedder: Any) -> None:
+def _require_same_model(kb: KnowledgeBase, embedder: Any) -> None:
     from ..kb import EmbeddingIdentity, KnowledgeBaseMismatchError
 
     mine = EmbeddingIdentity.of(embedder)
@@ -285,7 +290,7 @@ def _require_same_model(kb: Any, embedder: Any) -> None:
         )
 
 
-def _print_hits(kb: Any, hits: list[Any], as_json: bool) -> None:
+def _print_hits(kb: KnowledgeBase, hits: list[Hit], as_json: bool) -> None:
     rows = []
     for hit in hits:
         stored = kb.get(hit.id)

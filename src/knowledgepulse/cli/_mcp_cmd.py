@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from ._app import app
 from ._kb_cmd import kb_option
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 
 @app.command(
@@ -55,11 +60,12 @@ def mcp_command(location: str, threshold: float | None, api_key: str | None) -> 
     with open_knowledge_base(location, EmbeddingIdentity.of(embedder)) as kb:
         key = LOCAL_KEY
         if api_key:
-            key = kb.verify_api_key(api_key)
-            if key is None:
+            verified = kb.verify_api_key(api_key)
+            if verified is None:
                 raise click.UsageError(
                     "--api-key: not a valid key of this base (unknown or revoked)"
                 )
+            key = verified
         engine = Engine(kb, embedder, _threshold(kb, threshold))
         redact, redaction = load_redactor()
         click.echo(
@@ -70,12 +76,12 @@ def mcp_command(location: str, threshold: float | None, api_key: str | None) -> 
         run_stdio(TraceMemory(engine, ServiceSettings(), redact), key)
 
 
-def _threshold(kb: object, given: float | None) -> float:
+def _threshold(kb: KnowledgeBase, given: float | None) -> float:
     from ..service import DEFAULT_THRESHOLD
 
-    setting = kb.setting  # type: ignore[attr-defined]
+    setting = kb.setting
     if given is not None:
-        kb.set_setting("threshold", repr(float(given)))  # type: ignore[attr-defined]
+        kb.set_setting("threshold", repr(float(given)))
         return float(given)
     kept = setting("threshold")
     return float(kept) if kept is not None else DEFAULT_THRESHOLD

@@ -6,11 +6,15 @@ processed. The accounting line printed at the end is true however the run ends:
 ``records in: N = processed P + rejected R [+ not processed K (interrupted)]``.
 
 Signals are held off while one record's output lines are written, so an interruption never
-leaves a record half-written or written but uncounted.
+leaves a record half-written or written but uncounted. Once a run has stopped, further
+signals are noted and the shutdown goes on: a second Ctrl-C or a repeated SIGTERM never cuts
+the summary and the accounting line short. The exit status is then 128 + the first signal:
+130 for SIGINT, 143 for SIGTERM, as shells report a process stopped by that signal.
 """
 
 from __future__ import annotations
 
+import functools
 import signal
 import time
 from collections.abc import Generator, Iterator, Sequence
@@ -25,7 +29,7 @@ if TYPE_CHECKING:  # imported where used: every command, and kp --help, starts w
     from ..io._reader import InputRecord
     from ..io._writers import LineWriter
 
-EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 MAX_REJECTIONS_SHOWN = 20
 #: The same problem is shown this many times, then folded into one "… and N more" line.
 SAME_PROBLEM_SHOWN = 3
@@ -61,12 +65,13 @@ class Tally:
     console: Any
     rejects: LineWriter | None = None
     max_errors: int | None = None
-    show_all: bool = False  # kp validate lists every problem (identical ones still fold)
+    show_all: bool = False  # kp validate lists every problem of every record: no folding
     records_in: int = 0
     processed: int = 0
     rejected: int = 0
     outputs: int = 0  # results written (score lines, traces, eval lines)
     interrupted: bool = False
+    stop_signal: int | None = None  # the signal that stopped the run (None: Ctrl-C in-process)
     stopped_early: bool = False
     started: float = field(default_factory=time.perf_counter)
     _shown: int = 0
@@ -92,6 +97,10 @@ class Tally:
             self.stopped_early = True
 
     def _show(self, rejection: Rejection) -> None:
+        if self.show_all:  # kp validate: its listing is the result, so nothing is folded
+            for line in rejection.lines():
+                self._print(line)
+            return
         # Records rejected for the very same problems are shown a few times, then folded.
         signature = "\n".join(rejection.problems)
         seen = self._same.get(signature, 0)
@@ -99,7 +108,7 @@ class Tally:
         if seen >= SAME_PROBLEM_SHOWN:
             return
         for line in rejection.lines():
-            if self.show_all or self._shown < MAX_REJECTIONS_SHOWN:
+            if self._shown < MAX_REJECTIONS_SHOWN:
                 self._print(line)
             self._shown += 1
 
@@ -117,7 +126,7 @@ class Tally:
                     f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
                 )
                 self._print(f"… and {more:,} more records like these ({like}){where}")
-        if not self.show_all and self._shown > MAX_REJECTIONS_SHOWN:
+        if self._shown > MAX_REJECTIONS_SHOWN:
             hidden = self._shown - MAX_REJECTIONS_SHOWN
             noun = "problem" if hidden == 1 else "problems"
             self._print(f"… {hidden:,} further {noun} not shown{where}")
@@ -144,8 +153,14 @@ class Tally:
 
     def exit_code(self) -> int:
         if self.interrupted:
-            return EXIT_INTERRUPTED
+            return exit_status_for(self.stop_signal)
         return EXIT_REJECTED if self.rejected else EXIT_OK
+
+
+def exit_status_for(stop_signal: int | None) -> int:
+    """128 + the signal that stopped a run: 130 for Ctrl-C (also when raised in-process), 143
+    for SIGTERM."""
+    return EXIT_TERMINATED if stop_signal == signal.SIGTERM else EXIT_INTERRUPTED
 
 
 def _short(text: str, limit: int = 70) -> str:
@@ -156,13 +171,27 @@ def _short(text: str, limit: int = 70) -> str:
 
 _held = 0
 _pending_signal: int | None = None
+#: The first SIGINT or SIGTERM since a run installed the handlers (until the command ends).
+_received: int | None = None
+#: Set once a run has ended: later signals are noted, and the shutdown goes on.
+_stopping = False
+_signals_after_stop = 0
+#: Signals arriving after a stop beyond this many interrupt the shutdown itself.
+SIGNALS_IGNORED_AFTER_STOP = 2
+_previous_handlers: dict[int, Any] | None = None
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
-    global _pending_signal
+    global _pending_signal, _received, _signals_after_stop
+    if _received is None:
+        _received = signum
     if _held:
         _pending_signal = signum
         return
+    if _stopping:
+        _signals_after_stop += 1
+        if _signals_after_stop <= SIGNALS_IGNORED_AFTER_STOP:
+            return
     raise KeyboardInterrupt
 
 
@@ -177,22 +206,52 @@ def signals_held() -> Iterator[None]:
         _held -= 1
         if not _held and _pending_signal is not None:
             _pending_signal = None
-            raise KeyboardInterrupt
+            if not _stopping:
+                raise KeyboardInterrupt
 
 
 @contextmanager
 def stop_signals() -> Iterator[None]:
-    """SIGTERM is treated like Ctrl-C for the length of a run (in the main thread only)."""
-    try:
-        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
+    """SIGINT and SIGTERM stop the run (in the main thread only): the block ends with
+    KeyboardInterrupt. After it, until :func:`restore_signals`, they are only noted."""
+    global _previous_handlers, _stopping, _signals_after_stop
+    if _previous_handlers is None:
+        try:
+            _previous_handlers = {
+                sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+        except ValueError:  # not the main thread: leave signals alone
+            yield
+            return
+    _stopping, _signals_after_stop = False, 0
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        _stopping = True
+
+
+def received_signal() -> int | None:
+    """The first SIGINT or SIGTERM received since a run started in this command."""
+    return _received
+
+
+def restore_signals(*, exiting: bool = False) -> int | None:
+    """End of the command: the first signal received since a run started (None: none).
+
+    The handlers in place before the run are put back, except when the process is
+    ``exiting`` (``kp`` itself) after a signal: with 128 + it, and further SIGINT and SIGTERM
+    ignored, since Python puts the default handlers back while it shuts down and a repeated
+    SIGTERM arriving then would kill it with no exit status.
+    """
+    global _previous_handlers, _received, _stopping, _pending_signal, _signals_after_stop
+    received = _received
+    ignore = exiting and received is not None
+    if _previous_handlers is not None:
+        for sig, handler in _previous_handlers.items():
+            signal.signal(sig, signal.SIG_IGN if ignore else handler)
+    _previous_handlers, _received, _pending_signal = None, None, None
+    _stopping, _signals_after_stop = False, 0
+    return received
 
 
 # -- outputs and paths --------------------------------------------------------------------
@@ -268,10 +327,26 @@ def open_writer(stack: ExitStack, path: str | None) -> LineWriter:
 
 
 def stderr_console() -> Any:
+    # emoji=False: "file:100: ..." must not become "file💯 ...".
+    return console_class()(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+@functools.cache
+def console_class() -> Any:
+    """rich's Console, except that a closed pipe ends ``kp`` quietly (exit 0), as for stdout.
+
+    rich's own answer to a closed pipe is ``SystemExit(1)``: ``kp score … 2>&1 | head`` failed
+    whenever the summary or a rejection was written after ``head`` had left.
+    """
     from rich.console import Console
 
-    # emoji=False: "file:100: ..." must not become "file💯 ...".
-    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    from ..io._writers import OutputClosed
+
+    class QuietConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise OutputClosed
+
+    return QuietConsole
 
 
 def progress_display(console: Any, enabled: bool, label: str) -> Any:
@@ -341,6 +416,7 @@ class Run:
         self._signals.__exit__(None, None, None)
         if kind is not None and issubclass(kind, KeyboardInterrupt):
             self.tally.interrupted = True
+            self.tally.stop_signal = received_signal()
             return True
         return False
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -30,6 +30,11 @@ from ._run import (
     stderr_console,
 )
 from ._run import signals_held as _signals_held
+from ._score_table import print_score_table
+from ._score_table import table_row as _table_row
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 
 @app.command(
@@ -236,6 +241,9 @@ def score_command(
                             trace, score, ScoreRecord.model_validate(line)
                         ).to_dict()
                     passed = line.get("passed")
+                    row = _table_row(ScoreRecord.model_validate(line)) if table else None
+                    # The summary and the table take the line with the tally, all or none:
+                    # a stop taken once the line is written leaves the three agreeing.
                     with _signals_held():
                         out.write_json(line)
                         if passed and accepted_out is not None:
@@ -245,14 +253,14 @@ def score_command(
                         traces_written += 1
                         if trace is conversion.traces[-1] and not conversion.problems:
                             tally.processed += conversion.counted
-                    if table:
-                        rows.append(_table_row(ScoreRecord.model_validate(line)))
-                    summary.add(line["score"], line["domain"], passed)
+                        if row is not None:
+                            rows.append(row)
+                        summary.add(line["score"], line["domain"], passed)
                     run.step()
         out.flush()
     tally = run.tally
     if table:
-        _print_table(rows, threshold)
+        print_score_table(rows, threshold, output)
     if not quiet or tally.interrupted:
         tally.print_folded()
         _print_summary(run.console, summary, tally)
@@ -340,7 +348,9 @@ def _profile_registry(profiles: Path | None) -> Any:
     return registry
 
 
-def _open_kb(stack: ExitStack, location: str, embedder: Any, console: Any, quiet: bool) -> Any:
+def _open_kb(
+    stack: ExitStack, location: str, embedder: Any, console: Any, quiet: bool
+) -> KnowledgeBase:
     """The knowledge base at ``location``, checked against the embedder, closed with ``stack``."""
     from ..kb import EmbeddingIdentity, open_knowledge_base
 
@@ -378,43 +388,3 @@ def _bulk_embedder(no_embed: bool, choice: str, console: Any, quiet: bool) -> An
 
     # A pile often repeats itself (retries, copies): identical texts are embedded once a run.
     return DeduplicatingEmbedder(chosen.embedder)
-
-
-def _table_row(line: Any) -> tuple[str, ...]:
-    source = {"embedding": "", "empty_cache": " (first)", "no_embedder": " (no embedder)"}
-    return (
-        str(line.line),
-        str(line.id).removeprefix("kp:trace:")[:40],
-        line.profile if line.profile == line.domain else f"{line.domain} → {line.profile}",
-        f"{line.score:.3f}" + (" ✓" if line.passed else ""),
-        f"{line.complexity:.3f}",
-        f"{line.novelty:.3f}{source[line.novelty_source]}",
-        f"{line.tool_diversity:.3f}",
-        f"{line.outcome:.3f}",
-        ", ".join(line.rules),
-    )
-
-
-def _print_table(rows: list[tuple[str, ...]], threshold: float | None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    title = "value scores" + (
-        f" (✓ = passed threshold {threshold:g})" if threshold is not None else ""
-    )
-    table = Table(title=title, title_justify="left")
-    for name, justify in [
-        ("line", "right"),
-        ("trace", "left"),
-        ("domain → profile", "left"),
-        ("score", "right"),
-        ("complexity", "right"),
-        ("novelty", "right"),
-        ("tools", "right"),
-        ("outcome", "right"),
-        ("rules fired", "left"),
-    ]:
-        table.add_column(name, justify=justify, no_wrap=name != "rules fired")  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(*row)
-    Console(width=max(170, Console().width)).print(table)

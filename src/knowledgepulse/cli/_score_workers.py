@@ -61,6 +61,10 @@ def write_scores_from_workers(
                 continue
             last = conversion.traces[-1]
             for scored in conversion.traces:
+                row = None
+                if table_rows is not None:
+                    row = table_row(ScoreRecord.model_validate_json(scored.line))
+                # Written, counted and summed up together: a stop leaves them agreeing.
                 with signals_held():
                     out.write_line(scored.line)
                     if scored.passed and accepted_out is not None:
@@ -68,9 +72,9 @@ def write_scores_from_workers(
                     written += 1
                     if scored is last and not conversion.problems:
                         tally.processed += conversion.counted
-                if table_rows is not None:
-                    table_rows.append(table_row(ScoreRecord.model_validate_json(scored.line)))
-                summary.add(scored.value, scored.domain, scored.passed)
+                    if table_rows is not None:
+                        table_rows.append(row)
+                    summary.add(scored.value, scored.domain, scored.passed)
                 run.step()
     finally:
         conversions.close()  # stops the workers now, whatever ended the loop

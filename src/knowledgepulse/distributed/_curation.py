@@ -8,13 +8,16 @@ over those vectors, so the kept set and the groups equal a local run's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._schema import ReasoningTrace, parse_trace
 from ..scoring._curation import DEFAULT_SIMILARITY, CurationResult, curate
 from ..scoring._profiles import ProfileRegistry
 from ._cluster import import_ray
 from ._workers import EmbedPool, PrecomputedEmbedder
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
 
 __all__ = ["curate_on_ray"]
 
@@ -24,7 +27,7 @@ def curate_on_ray(
     *,
     pool: EmbedPool,
     similarity: float = DEFAULT_SIMILARITY,
-    kb: Any = None,
+    kb: KnowledgeBase | None = None,
     profiles: ProfileRegistry | None = None,
     batch_size: int = 64,
     batches_per_call: int = 16,

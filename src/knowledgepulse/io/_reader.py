@@ -9,8 +9,12 @@ The rules, each chosen so that nothing is lost or silently merged:
 
 - JSONL (and stdin, always) is read as bytes and split at ``\\n`` only: a bare CR or a U+2028
   inside a record does not split it. A UTF-8 byte order mark at the start of any file is skipped.
+- A line that is a lone ``{`` or ``[`` starts a document spread over lines (``jq .``,
+  ``json.dumps(indent=...)``, OpenTelemetry's console exporter): documents one after another,
+  pretty-printed or not, are records located at their first line (a list: one per element).
+  A document cut short ends before the line that starts the next one, and is one rejection.
 - A ``.json`` file holds one document (an object or a list: one record per element, each located
-  at the line where it starts) or, failing that, JSONL.
+  at the line where it starts) or, failing that, is read as JSONL and documents, as above.
 - A record that is not valid UTF-8, not valid JSON, nested deeper than :data:`MAX_DEPTH`, or
   holding something that cannot be written back (a lone surrogate, NaN) becomes an error record,
   and reading goes on with the next one. Whatever is read can be written.
@@ -33,6 +37,7 @@ import gzip
 import io
 import json
 import os
+import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
@@ -275,42 +280,134 @@ def _stream_error(exc: BaseException, last_line: int) -> str:
     return f"{what}: reading stopped {where}"
 
 
+def _numbered_lines(handle: IO[bytes], broken: list[BaseException]) -> Iterator[tuple[int, bytes]]:
+    """``(number, line)`` for each ``\\n``-terminated line, a byte order mark skipped; a stream
+    that breaks (a truncated gzip) ends the lines, with the reason put in ``broken``."""
+    lines = enumerate(handle, 1)
+    try:
+        for number, line in lines:
+            yield number, line[len(_BOM) :] if line.startswith(_BOM) else line
+            break
+        yield from lines
+    except (OSError, EOFError, zlib.error) as exc:
+        broken.append(exc)
+
+
+_OPENERS = (b"{", b"[")
+
+
 def _records_from_lines(
     handle: IO[bytes], source: str, parse: bool = True
 ) -> Iterator[InputRecord]:
-    """JSONL: one record per ``\\n``-terminated line.
+    """JSONL: one record per ``\\n``-terminated line, and pretty-printed documents among them.
 
-    A stream whose first non-blank line is a lone ``[`` or ``{`` is a pretty-printed JSON
-    document (no JSONL record can be that line), read whole as a ``.json`` file would be.
+    A line that is a lone ``{`` or ``[`` cannot be a record: it starts a document spread over
+    lines (what ``jq .``, ``json.dumps(indent=...)`` and OpenTelemetry's console exporter
+    write), read as one record located at that line (a list: one record per element). Only
+    one document is held at a time, so a stream of them is read in little memory.
     """
-    number = 0
-    first = True
-    lines = iter(handle)
-    while True:
-        try:
-            line = next(lines)
-        except StopIteration:
-            return
-        except (OSError, EOFError, zlib.error) as exc:
-            yield InputRecord(source, number + 1, error=_stream_error(exc, number))
-            return
-        number += 1
-        if number == 1 and line.startswith(_BOM):
-            line = line[len(_BOM) :]
+    broken: list[BaseException] = []
+    lines = _numbered_lines(handle, broken)
+    last = 0  # the last line read
+    for number, line in lines:
+        last = number
         stripped = line.strip()
         if not stripped:
             continue
-        if first and stripped in (b"[", b"{"):
-            try:
-                rest = handle.read()
-            except (OSError, EOFError, zlib.error) as exc:
-                yield InputRecord(source, number, error=_stream_error(exc, number - 1))
+        if stripped not in _OPENERS:
+            yield _record_from_bytes(stripped, source, number, parse=parse)
+            continue
+        start: tuple[int, bytes] | None = (number, line)
+        while start is not None:
+            number, line = start
+            document, start = _document_lines(lines, number, line)
+            last = start[0] if start is not None else document.last
+            if broken and start is None:
+                # The stream broke inside the document: the break is its rejection.
+                yield InputRecord(source, number, error=_stream_error(broken[0], number - 1))
                 return
-            document = b"\n" * (number - 1) + line + rest
-            yield from records_from_json_bytes(document, source, parse)
-            return
-        first = False
-        yield _record_from_bytes(stripped, source, number, parse=parse)
+            yield from _records_from_document(b"".join(document.lines), source, number, parse)
+            if start is not None and start[1].strip() not in _OPENERS:
+                yield _record_from_bytes(start[1].strip(), source, start[0], parse=parse)
+                start = None
+    if broken:
+        yield InputRecord(source, last + 1, error=_stream_error(broken[0], last))
+
+
+@dataclass
+class _Document:
+    lines: list[bytes]
+    last: int  # the number of its last line
+
+
+#: A JSON string within one line (a string cannot hold a raw newline).
+_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+#: After these, a value may start; after anything else, a ``{`` or ``[`` is a syntax error.
+_BEFORE_A_VALUE = (b"[", b",", b":")
+
+
+def _document_lines(
+    lines: Iterator[tuple[int, bytes]], number: int, first: bytes
+) -> tuple[_Document, tuple[int, bytes] | None]:
+    """The lines of the document that ``first`` (a lone ``{`` or ``[``, line ``number``)
+    opens, and the line after it that was read and starts the next record, if any.
+
+    It ends where its brackets close. A document cut short (its writer stopped) ends before
+    the line that starts the next one: a line opening an array or object where no value may
+    start, or, in a document whose lines are indented, a line opening one at the margin
+    (pretty-printers indent everything inside a document).
+    """
+    held = [first]
+    depth = 1
+    last_byte = first.strip()
+    indented: bool | None = None
+    last = number
+    for number, line in lines:
+        stripped = line.strip()
+        if stripped:
+            if indented is None:
+                indented = line[:1] in (b" ", b"\t")
+            if stripped[:1] in _OPENERS and (
+                last_byte not in _BEFORE_A_VALUE or (indented and line[:1] in _OPENERS)
+            ):
+                return _Document(held, last), (number, line)
+            bare = _STRING.sub(b'""', stripped)
+            depth += bare.count(b"{") + bare.count(b"[") - bare.count(b"}") - bare.count(b"]")
+            last_byte = bare[-1:]
+        held.append(line)
+        last = number
+        if depth <= 0:
+            break
+    return _Document(held, last), None
+
+
+def _records_from_document(
+    data: bytes, source: str, line: int, parse: bool
+) -> Iterator[InputRecord]:
+    """The records of one document starting at ``line``: itself, or a list's elements."""
+    data = data.strip()
+    if data.startswith(b"["):
+        # Lines are counted from the start of the text: put the document at its line.
+        text = "\n" * (line - 1) + data.decode("utf-8", errors="surrogateescape")
+        yield from _records_from_list(text, source, line - 1, parse)
+        return
+    value, error = parse_json_bytes(data)
+    if error is None:
+        yield (
+            InputRecord(source, line, data=value) if parse else InputRecord(source, line, json=data)
+        )
+        return
+    raw = data.decode("utf-8", errors="backslashreplace")
+    where = line
+    if error.startswith("invalid JSON: ") and "NaN" not in error:
+        # Located where it breaks, as for a broken element of a list.
+        try:
+            json.loads(data.decode("utf-8"))
+        except json.JSONDecodeError as exc:
+            where, error = line + exc.lineno - 1, f"invalid JSON: {_json_reason(exc)}"
+        except (ValueError, RecursionError):
+            pass
+    yield InputRecord(source, where, error=error, raw=raw)
 
 
 def _record_from_bytes(
@@ -438,45 +535,14 @@ def records_from_json_bytes(data: bytes, source: str, parse: bool = True) -> Ite
         _, end = json.JSONDecoder().raw_decode(text, index)
     except RecursionError:
         end = -1
-    except json.JSONDecodeError as exc:
-        if first_line.strip() in ("{", "["):
-            # One pretty-printed document, broken: one rejection where it breaks.
-            yield InputRecord(source, exc.lineno, error=f"invalid JSON: {_json_reason(exc)}")
-            return
-        end = -1  # lines that are records of their own, some broken: JSONL
-    if end != -1 and _skip_space(text, end) < len(text) and first_line.strip() == "{":
-        # Pretty-printed objects one after another (the OpenTelemetry Python SDK's console
-        # exporter prints spans so): each is a record, located by the line where it starts.
-        documents = _concatenated(text, index)
-        if documents is not None:
-            for start, stop in documents:
-                line = text.count("\n", 0, start) + 1
-                raw = text[start:stop].encode("utf-8", errors="surrogateescape")
-                yield _record_from_bytes(raw, source, line, parse=parse)
-            return
+    except json.JSONDecodeError:
+        end = -1  # broken, or lines that are records of their own, some broken
     if end == -1 or _skip_space(text, end) < len(text):
-        # Not one document: JSONL in a .json file.
+        # Not one document: JSONL, or documents one after another, in a .json file.
         yield from _records_from_lines(io.BytesIO(data), source, parse)
         return
     line = text.count("\n", 0, index) + 1
     yield _record_from_bytes(data.strip(), source, line, parse=parse)
-
-
-def _concatenated(text: str, index: int) -> list[tuple[int, int]] | None:
-    """Where each of several whitespace-separated JSON objects starts and ends, or ``None``
-    when the text is not only such objects."""
-    decoder = json.JSONDecoder()
-    spans: list[tuple[int, int]] = []
-    while index < len(text):
-        if text[index] != "{":
-            return None
-        try:
-            _, end = decoder.raw_decode(text, index)
-        except (json.JSONDecodeError, RecursionError):
-            return None
-        spans.append((index, end))
-        index = _skip_space(text, end)
-    return spans
 
 
 def _is_record(line: str) -> bool:

@@ -2,15 +2,14 @@
 
 :func:`open_knowledge_base` opens one by location: a file path for the embedded SQLite base,
 a ``postgresql://`` URL for a PostgreSQL server with pgvector. Either is a
-:class:`~knowledgepulse.NoveltyMemory`: give it to a :class:`~knowledgepulse.Scorer` as
-``memory=`` and novelty is measured against everything stored, and the traces that pass
-(``remember=``) are stored with their score records.
+:class:`KnowledgeBase`, and so a :class:`~knowledgepulse.NoveltyMemory`: give it to a
+:class:`~knowledgepulse.Scorer` as ``memory=`` and novelty is measured against everything
+stored, and the traces that pass (``remember=``) are stored with their score records.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ._base import (
     EmbeddingIdentity,
@@ -21,12 +20,14 @@ from ._base import (
     StoredTrace,
 )
 from ._keys import SCOPES, ApiKey, ListedTrace, TraceAccess, Viewer
+from ._protocol import KnowledgeBase
 
 __all__ = [
     "SCOPES",
     "ApiKey",
     "EmbeddingIdentity",
     "Hit",
+    "KnowledgeBase",
     "KnowledgeBaseError",
     "KnowledgeBaseMismatchError",
     "KnowledgeBaseStats",
@@ -49,7 +50,7 @@ def open_knowledge_base(
     *,
     index: str = "auto",
     create: bool = True,
-) -> Any:
+) -> KnowledgeBase:
     """Open (or create) the knowledge base at ``location``.
 
     Args:
@@ -65,7 +66,7 @@ def open_knowledge_base(
         KnowledgeBaseMismatchError: the base's vectors were made another way.
     """
     if is_server_url(location):
-        from ._postgres import PostgresKnowledgeBase  # type: ignore[import-not-found,unused-ignore]
+        from ._postgres import PostgresKnowledgeBase
 
         return PostgresKnowledgeBase(str(location), identity, index=index, create=create)
     from ._sqlite import SQLiteKnowledgeBase

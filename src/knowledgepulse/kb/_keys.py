@@ -20,9 +20,12 @@ import hmac
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from ._base import Hit, KnowledgeBaseError, utc_now
+
+if TYPE_CHECKING:
+    from ._sql import Dialect
 
 __all__ = [
     "KEY_PREFIX",
@@ -215,14 +218,12 @@ def listing_query(
 class AccessMixin:
     """What the service adds to a backend: API keys, settings, and reads filtered by who looks.
 
-    A backend provides the hooks (``_select``, ``_write_rows``, ``_json_value``, ``_text_time``)
-    and the dialect (``_mark``, ``_like``, ``_objective_sql``); the SQL itself is shared.
+    A backend provides the hooks (``_select``, ``_write_rows``) and its
+    :class:`~._sql.Dialect` (placeholder, ``LIKE``, the objective's expression, how JSON and
+    times are read); the SQL itself is shared.
     """
 
-    _mark = "?"
-    _like = "LIKE"
-    _objective_sql = "json_extract(trace, '$.task.objective')"
-    _trace_id_sql = "COALESCE(json_extract(trace, '$.id'), id)"
+    dialect: ClassVar[Dialect]
     _keys_ready = False
 
     # -- hooks -------------------------------------------------------------------------------
@@ -233,12 +234,6 @@ class AccessMixin:
     def _write_rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
         """Run the statements in one transaction; the rows the last one changed."""
         raise NotImplementedError
-
-    def _json_value(self, value: Any) -> Any:
-        return value
-
-    def _text_time(self, value: Any) -> str:
-        return str(value)
 
     def search(self, vector: Any, k: int = 10) -> list[Hit]:
         raise NotImplementedError
@@ -261,11 +256,11 @@ class AccessMixin:
         """
         check_new_key(name, scope)
         self._ensure_keys()
-        if self._select(f"SELECT id FROM api_keys WHERE name = {self._mark}", [name]):
+        if self._select(f"SELECT id FROM api_keys WHERE name = {self.dialect.mark}", [name]):
             raise ValueError(f"a key named {name!r} exists already")
         key_id, key = new_key()
         created = utc_now()
-        m = self._mark
+        m = self.dialect.mark
         self._write_rows(
             [
                 (
@@ -284,7 +279,7 @@ class AccessMixin:
             return None
         self._ensure_keys()
         rows = self._select(
-            f"SELECT {KEY_COLUMNS}, hash FROM api_keys WHERE id = {self._mark}", [key_id]
+            f"SELECT {KEY_COLUMNS}, hash FROM api_keys WHERE id = {self.dialect.mark}", [key_id]
         )
         if not rows or not keys_match(key, str(rows[0][-1])):
             return None
@@ -302,7 +297,7 @@ class AccessMixin:
     def revoke_api_key(self, name: str) -> bool:
         """Revoke the key named ``name``; False when there is no live key of that name."""
         self._ensure_keys()
-        m = self._mark
+        m = self.dialect.mark
         changed = self._write_rows(
             [
                 (
@@ -323,12 +318,12 @@ class AccessMixin:
     def setting(self, name: str) -> str | None:
         """A setting kept in the base (``kb_meta``), such as the service's threshold."""
         rows = self._select(
-            f"SELECT value FROM kb_meta WHERE key = {self._mark}", [SETTING_PREFIX + name]
+            f"SELECT value FROM kb_meta WHERE key = {self.dialect.mark}", [SETTING_PREFIX + name]
         )
         return None if not rows else str(rows[0][0])
 
     def set_setting(self, name: str, value: str) -> None:
-        m = self._mark
+        m = self.dialect.mark
         self._write_rows(
             [
                 (
@@ -347,7 +342,7 @@ class AccessMixin:
         found: dict[str, TraceAccess] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
-            marks = ",".join([self._mark] * len(chunk))
+            marks = ",".join([self.dialect.mark] * len(chunk))
             for trace_id, visibility, owner, org in self._select(
                 f"SELECT id, visibility, owner, org FROM traces WHERE id IN ({marks})", chunk
             ):
@@ -376,26 +371,26 @@ class AccessMixin:
         """
         where, order, params = listing_query(
             viewer,
-            mark=self._mark,
-            objective_sql=self._objective_sql,
-            like=self._like,
-            trace_id_sql=self._trace_id_sql,
+            mark=self.dialect.mark,
+            objective_sql=self.dialect.objective_sql,
+            like=self.dialect.like,
+            trace_id_sql=self.dialect.trace_id_sql,
             sort=sort,
             domain=domain,
             text=text,
         )
         total = int(self._select(f"SELECT COUNT(*) FROM traces WHERE {where}", params)[0][0])
-        m = self._mark
+        m = self.dialect.mark
         rows = self._select(
-            f"SELECT id, record, added_at, {self._objective_sql} FROM traces WHERE {where} "
+            f"SELECT id, record, added_at, {self.dialect.objective_sql} FROM traces WHERE {where} "
             f"ORDER BY {order} LIMIT {m} OFFSET {m}",
             [*params, int(limit), int(offset)],
         )
         items = [
             ListedTrace(
                 id=str(trace_id),
-                record=None if record is None else self._json_value(record),
-                added_at=self._text_time(added_at),
+                record=None if record is None else self.dialect.json_in(record),
+                added_at=self.dialect.time_in(added_at),
                 objective=None if objective is None else str(objective),
             )
             for trace_id, record, added_at, objective in rows
@@ -404,7 +399,7 @@ class AccessMixin:
 
     def visible_stats(self, viewer: Viewer | None) -> dict[str, Any]:
         """Counts over the traces ``viewer`` may see: total, by domain, mean value, last added."""
-        where, params = visibility_clause(viewer, self._mark)
+        where, params = visibility_clause(viewer, self.dialect.mark)
         by_domain = self._select(
             f"SELECT COALESCE(domain, '(none)'), COUNT(*) FROM traces WHERE {where} "
             "GROUP BY domain ORDER BY COUNT(*) DESC, COALESCE(domain, '(none)')",
@@ -417,7 +412,7 @@ class AccessMixin:
             "traces": int(count),
             "by_domain": {str(name): int(n) for name, n in by_domain},
             "mean_value": None if mean is None else float(mean),
-            "last_added_at": None if last is None else self._text_time(last),
+            "last_added_at": None if last is None else self.dialect.time_in(last),
         }
 
     def search_visible(self, vector: Any, k: int, viewer: Viewer | None) -> list[Hit]:

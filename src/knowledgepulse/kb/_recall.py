@@ -14,9 +14,12 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._spans import memory_span
+
+if TYPE_CHECKING:
+    from ._protocol import KnowledgeBase
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -100,7 +103,7 @@ def check_query(query: Any) -> str:
     return query
 
 
-def require_same_model(kb: Any, embedder: Any) -> None:
+def require_same_model(kb: KnowledgeBase, embedder: Any) -> None:
     """Raise :class:`~knowledgepulse.kb.KnowledgeBaseMismatchError` when the base's vectors
     were made another way than ``embedder`` makes them (they cannot be compared)."""
     from . import EmbeddingIdentity, KnowledgeBaseMismatchError
@@ -114,7 +117,7 @@ def require_same_model(kb: Any, embedder: Any) -> None:
 
 
 def search_similar(
-    kb: Any,
+    kb: KnowledgeBase,
     embedder: Any,
     query: str,
     *,
@@ -155,7 +158,7 @@ def search_similar(
 
 
 def _filtered_hits(
-    kb: Any,
+    kb: KnowledgeBase,
     vector: Any,
     k: int,
     viewer: Any,
@@ -284,7 +287,7 @@ def worked_examples(hits: list[RecalledTrace]) -> str:
 
 def recall(
     query: str,
-    kb: Any,
+    kb: KnowledgeBase | str | Path,
     k: int = 5,
     success_only: bool = True,
     *,

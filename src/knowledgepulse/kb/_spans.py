@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._protocol import KnowledgeBase
 
 __all__ = ["PROVIDER", "memory_span"]
 
@@ -38,7 +41,7 @@ def _tracer() -> Any:
     return trace.get_tracer(_TRACER_NAME)
 
 
-def store_id(kb: Any) -> str:
+def store_id(kb: KnowledgeBase | None) -> str:
     """The base as ``gen_ai.memory.store.id``: an SQLite file's name, a server's URL (whose
     password the base already left out)."""
     location = str(getattr(kb, "location", "") or "knowledge-base")
@@ -48,7 +51,9 @@ def store_id(kb: Any) -> str:
 
 
 @contextmanager
-def memory_span(operation: str, kb: Any, *, top_k: int | None = None) -> Iterator[Any]:
+def memory_span(
+    operation: str, kb: KnowledgeBase | None, *, top_k: int | None = None
+) -> Iterator[Any]:
     """A span ``{operation} {store}`` around a memory operation; yields it (attributes may be
     added). An exception ending the block sets ``error.type`` and the error status."""
     tracer = _tracer()

@@ -6,8 +6,8 @@ for a whole query-then-add, and first read the rows other writers added, so two 
 scoring near-duplicates at the same moment never both see the other as absent. A run killed
 at any point leaves the file as of its last committed batch: WAL makes each commit atomic.
 
-Why ~470 lines: one backend per module, so all of SQLite's SQL, locking and recovery is read in
-one place; the PostgreSQL backend mirrors it method for method.
+What both backends share is in :mod:`._sql`; here are SQLite's connection, its locking, the
+in-memory vectors (:class:`~._index.VectorIndex`) and its checks.
 """
 
 from __future__ import annotations
@@ -15,32 +15,17 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..memory._cache import Admit, Nearest
-from ._base import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    EmbeddingIdentity,
-    FloatArray,
-    Hit,
-    KnowledgeBaseError,
-    KnowledgeBaseMismatchError,
-    KnowledgeBaseStats,
-    StoredTrace,
-    admit_rows,
-    joined_identity,
-    unit_rows,
-    utc_now,
-)
-from ._index import VectorIndex
-from ._keys import AccessMixin
+from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
+from ._index import ANN_THRESHOLD, VectorIndex
+from ._sql import Dialect, SQLKnowledgeBase, new_meta_rows
 
 __all__ = ["SQLiteKnowledgeBase"]
 
@@ -66,7 +51,27 @@ CREATE INDEX IF NOT EXISTS traces_domain ON traces (domain);
 BUSY_TIMEOUT_S = 60.0
 
 
-class SQLiteKnowledgeBase(AccessMixin):
+def _bytes_vector(data: Any) -> FloatArray:
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)
+
+
+SQLITE = Dialect(
+    mark="?",
+    like="LIKE",
+    objective_sql="json_extract(trace, '$.task.objective')",
+    trace_id_sql="COALESCE(json_extract(trace, '$.id'), id)",
+    vector_column="vector",
+    insert_trace="INSERT OR IGNORE INTO traces (id, trace, record, vector, value, domain, "
+    "visibility, owner, org, source, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    json_out=partial(json.dumps, ensure_ascii=False, separators=(",", ":")),
+    json_in=json.loads,
+    vector_out=lambda vector: np.asarray(vector, dtype="<f4").tobytes(),
+    vector_in=_bytes_vector,
+    time_in=str,
+)
+
+
+class SQLiteKnowledgeBase(SQLKnowledgeBase):
     """A knowledge base in one SQLite file; a :class:`~knowledgepulse.NoveltyMemory`.
 
     Args:
@@ -78,6 +83,9 @@ class SQLiteKnowledgeBase(AccessMixin):
         create: create the file when it does not exist (else it is an error).
     """
 
+    dialect = SQLITE
+    _conn: sqlite3.Connection
+
     def __init__(
         self,
         path: str | Path,
@@ -86,8 +94,8 @@ class SQLiteKnowledgeBase(AccessMixin):
         index: str = "auto",
         create: bool = True,
     ) -> None:
+        super().__init__(str(Path(path)), index)
         self.path = Path(path)
-        self.location = str(self.path)
         if not self.path.exists():
             if not create:
                 raise KnowledgeBaseError(f"{self.location}: no such knowledge base")
@@ -95,12 +103,16 @@ class SQLiteKnowledgeBase(AccessMixin):
             _create_private(self.path)
         elif self.path.is_dir():
             raise KnowledgeBaseError(f"{self.location}: is a directory, not a knowledge base")
-        self._lock = threading.RLock()
-        self._conn = self._connect()
-        self.identity = self._check_identity(identity)
-        self._index_mode = index
         self._index: VectorIndex | None = None
         self._loaded_seq = 0
+        self._conn = self._connect()
+        try:
+            meta = self._meta()
+            self._check_format(meta)
+            self.identity = self._check_identity(identity, meta)
+        except BaseException:
+            self._conn.close()
+            raise
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -127,176 +139,61 @@ class SQLiteKnowledgeBase(AccessMixin):
             conn.executescript(_SCHEMA)
             with _transaction(conn):
                 conn.executemany(
-                    "INSERT OR IGNORE INTO kb_meta (key, value) VALUES (?, ?)",
-                    [
-                        ("format", FORMAT_NAME),
-                        ("version", str(FORMAT_VERSION)),
-                        ("created_at", utc_now()),
-                    ],
+                    "INSERT OR IGNORE INTO kb_meta (key, value) VALUES (?, ?)", new_meta_rows()
                 )
-        meta = dict(conn.execute("SELECT key, value FROM kb_meta"))
-        if meta.get("format") != FORMAT_NAME:
-            conn.close()
-            raise KnowledgeBaseError(f"{self.location}: not a knowledge base; nothing was changed")
-        version = int(meta.get("version", "0"))
-        if version > FORMAT_VERSION:
-            conn.close()
-            raise KnowledgeBaseError(
-                f"{self.location}: written by a newer knowledgepulse (format {version}, this "
-                f"one reads up to {FORMAT_VERSION}); upgrade knowledgepulse to open it"
-            )
         return conn
-
-    def _meta(self) -> dict[str, str]:
-        return dict(self._conn.execute("SELECT key, value FROM kb_meta"))
-
-    def _check_identity(self, wanted: EmbeddingIdentity | None) -> EmbeddingIdentity | None:
-        stored = EmbeddingIdentity.from_meta(self._meta())
-        if wanted is None:
-            return stored
-        if stored is None:
-            self._write_meta(wanted.meta_rows())
-            return wanted
-        if stored != wanted:
-            raise KnowledgeBaseMismatchError(
-                f"{self.location}: its vectors were made with {stored.describe()}, not "
-                f"{wanted.describe()}; use the same embedder, or another base"
-            )
-        joined = joined_identity(self.location, stored, wanted)
-        if joined is not None:
-            self._write_meta(joined.meta_rows()[-1:])
-            return joined
-        return stored
 
     def _write_meta(self, rows: list[tuple[str, str]]) -> None:
         with self._write():
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO kb_meta (key, value) VALUES (?, ?)", rows
+            super()._write_meta(rows)
+
+    # -- the backend's hooks -----------------------------------------------------------------
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        before = self._conn.total_changes
+        self._conn.executemany(sql, rows)
+        return self._conn.total_changes - before
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction holding SQLite's write lock from its start."""
+        with self._lock, _transaction(self._conn, immediate=True):
+            yield
+
+    def _nearest(self, queries: FloatArray, k: int) -> list[list[tuple[str, float]]]:
+        index = self._refresh()
+        return [[(index.ids[p], sim) for p, sim in hits] for hits in index.nearest(queries, k)]
+
+    def _forget_vectors(self) -> None:
+        self._index = None
+        self._loaded_seq = 0
+
+    def _search_kind(self, traces: int) -> str:
+        if self._index is not None:
+            return self._index.kind
+        mode = self._index_mode
+        return "ann" if mode == "ann" or (mode == "auto" and traces >= ANN_THRESHOLD) else "exact"
+
+    def _refresh(self) -> VectorIndex:
+        """The in-memory vectors, extended with the rows added since the last look."""
+        if self._index is None:
+            self._index = VectorIndex(
+                self.dimensions,
+                mode=self._index_mode,
+                ann_path=self.path.with_name(self.path.name + ".usearch"),
             )
-
-    # -- the NoveltyMemory protocol ------------------------------------------------------------
-
-    @property
-    def dimensions(self) -> int:
-        if self.identity is None:
-            raise KnowledgeBaseError(
-                f"{self.location}: holds no vectors yet and no embedder was given"
-            )
-        return self.identity.dimensions
-
-    def nearest_then_add_many(
-        self, vectors: FloatArray, ids: Sequence[str | None], admit: Admit | None = None
-    ) -> list[Nearest | None]:
-        """Each row's nearest stored trace (as the base stood just before it), then store the
-        rows ``admit`` returns a :class:`StoredTrace` for (every row's id when ``admit`` is None
-        is stored with an empty trace — use a Scorer for real rows). Atomic across processes.
-        """
-        batch = unit_rows(vectors, self.dimensions)
-        n = batch.shape[0]
-        if len(ids) != n:
-            raise ValueError(f"got {len(ids)} ids for {n} vectors")
-        with self._write():
-            index = self._refresh()
-            stored_nearest = [
-                (index.ids[hits[0][0]], hits[0][1]) if hits else None
-                for hits in index.nearest(batch, 1)
-            ]
-            found, to_store = admit_rows(batch, ids, stored_nearest, admit)
-            self._insert(to_store)
-        return found
-
-    def clear(self) -> None:
-        """Remove every stored trace (the identity stays)."""
-        with self._write():
-            self._conn.execute("DELETE FROM traces")
-            self._index = None
             self._loaded_seq = 0
-
-    # -- reading -----------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM traces").fetchone()[0])
-
-    def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]:
-        """The score records of the ``ids`` already stored (id -> record)."""
-        wanted = list(dict.fromkeys(ids))
-        found: dict[str, dict[str, Any] | None] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            # Under the lock: the connection is shared by threads, and a read must not see
-            # another thread's write transaction half done.
-            with self._lock:
-                rows = self._conn.execute(
-                    f"SELECT id, record FROM traces WHERE id IN ({marks})", chunk
-                ).fetchall()
-            for trace_id, record in rows:
-                found[trace_id] = json.loads(record) if record else None
-        return found
-
-    def get(self, trace_id: str) -> StoredTrace | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT id, trace, record, vector, added_at, source, visibility, owner, org "
-                "FROM traces WHERE id = ?",
-                (trace_id,),
-            ).fetchone()
-        return None if row is None else self._stored(row)
-
-    def iter_stored(self) -> Iterator[StoredTrace]:
-        """Every stored trace, oldest first."""
         cursor = self._conn.execute(
-            "SELECT id, trace, record, vector, added_at, source, visibility, owner, org "
-            "FROM traces ORDER BY seq"
+            "SELECT seq, id, vector FROM traces WHERE seq > ? ORDER BY seq", (self._loaded_seq,)
         )
-        for row in cursor:
-            yield self._stored(row)
+        while rows := cursor.fetchmany(10_000):
+            ids = [row[1] for row in rows]
+            matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype="<f4")
+            self._index.extend(ids, matrix.reshape(len(rows), self.dimensions))
+            self._loaded_seq = rows[-1][0]
+        return self._index
 
-    def search(self, vector: FloatArray, k: int = 10) -> list[Hit]:
-        """The ``k`` stored traces most similar to ``vector``."""
-        with self._lock:
-            index = self._refresh()
-            query = unit_rows(vector, self.dimensions)
-            return [Hit(index.ids[p], sim) for p, sim in index.nearest(query, k)[0]]
-
-    def similar(self, trace_id: str, k: int = 10) -> list[Hit]:
-        """The ``k`` stored traces most similar to the stored trace ``trace_id`` (not itself)."""
-        stored = self.get(trace_id)
-        if stored is None:
-            raise KeyError(trace_id)
-        return [hit for hit in self.search(stored.vector, k + 1) if hit.id != trace_id][:k]
-
-    def stats(self) -> KnowledgeBaseStats:
-        meta = self._meta()
-        by_domain = dict(
-            self._conn.execute(
-                "SELECT COALESCE(domain, '(none)'), COUNT(*) FROM traces GROUP BY domain "
-                "ORDER BY COUNT(*) DESC, domain"
-            )
-        )
-        count, mean, last = self._conn.execute(
-            "SELECT COUNT(*), AVG(value), MAX(added_at) FROM traces"
-        ).fetchone()
-        index = (
-            self._index.kind
-            if self._index is not None
-            else (
-                "ann"
-                if self._index_mode == "ann" or (self._index_mode == "auto" and count >= 50_000)
-                else "exact"
-            )
-        )
-        return KnowledgeBaseStats(
-            location=self.location,
-            traces=int(count),
-            identity=self.identity,
-            by_domain={str(k): int(v) for k, v in by_domain.items()},
-            mean_value=None if mean is None else float(mean),
-            created_at=meta.get("created_at"),
-            last_added_at=last,
-            index=index,
-        )
+    # -- checking and closing ----------------------------------------------------------------
 
     def check(self) -> list[str]:
         """Problems found (empty: the base is sound): SQLite's integrity check, then every
@@ -322,112 +219,11 @@ class SQLiteKnowledgeBase(AccessMixin):
                 problems.append(f"{trace_id}: stored trace is not valid JSON (row {seq})")
         return problems
 
-    # -- the access hooks (API keys, settings, reads for a viewer) ----------------------------
-
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, list(params)).fetchall()
-
-    def _write_rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
-        with self._write():
-            cursor = None
-            for sql, params in statements:
-                cursor = self._conn.execute(sql, list(params))
-            return 0 if cursor is None else max(cursor.rowcount, 0)
-
-    def _json_value(self, value: Any) -> Any:
-        return json.loads(value)
-
-    # -- writing -----------------------------------------------------------------------------
-
-    def add_many(self, items: Sequence[StoredTrace]) -> int:
-        """Store traces as they are (``kp kb import``); ids already stored are skipped.
-        Returns how many were added."""
-        with self._write():
-            before = self._conn.total_changes
-            self._insert(list(items))
-            return self._conn.total_changes - before
-
-    def _insert(self, items: list[StoredTrace]) -> None:
-        if not items:
-            return
-        rows = [
-            (
-                item.id,
-                json.dumps(item.trace, ensure_ascii=False, separators=(",", ":")),
-                None
-                if item.record is None
-                else json.dumps(item.record, ensure_ascii=False, separators=(",", ":")),
-                np.asarray(item.vector, dtype="<f4").tobytes(),
-                item.value,
-                item.domain,
-                item.visibility,
-                item.owner,
-                item.org,
-                item.source,
-                item.added_at,
-            )
-            for item in items
-        ]
-        self._conn.executemany(
-            "INSERT OR IGNORE INTO traces (id, trace, record, vector, value, domain, visibility, "
-            "owner, org, source, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        """One write transaction holding SQLite's write lock from its start."""
-        with self._lock, _transaction(self._conn, immediate=True):
-            yield
-
-    def _refresh(self) -> VectorIndex:
-        """The in-memory vectors, extended with the rows added since the last look."""
-        if self._index is None:
-            self._index = VectorIndex(
-                self.dimensions,
-                mode=self._index_mode,
-                ann_path=self.path.with_name(self.path.name + ".usearch"),
-            )
-            self._loaded_seq = 0
-        cursor = self._conn.execute(
-            "SELECT seq, id, vector FROM traces WHERE seq > ? ORDER BY seq", (self._loaded_seq,)
-        )
-        while rows := cursor.fetchmany(10_000):
-            ids = [row[1] for row in rows]
-            matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype="<f4")
-            self._index.extend(ids, matrix.reshape(len(rows), self.dimensions))
-            self._loaded_seq = rows[-1][0]
-        return self._index
-
     def close(self) -> None:
         with self._lock:
             if self._index is not None:
                 self._index.save_ann()
-            self._conn.close()
-
-    def __enter__(self) -> SQLiteKnowledgeBase:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"SQLiteKnowledgeBase({self.location!r})"
-
-    def _stored(self, row: tuple[Any, ...]) -> StoredTrace:
-        trace_id, trace, record, vector, added_at, source, visibility, owner, org = row
-        return StoredTrace(
-            id=trace_id,
-            trace=json.loads(trace),
-            vector=np.frombuffer(vector, dtype="<f4").copy(),
-            record=json.loads(record) if record else None,
-            added_at=added_at,
-            source=source,
-            visibility=visibility,
-            owner=owner,
-            org=org,
-        )
+            super().close()
 
 
 def _create_private(path: Path) -> None:

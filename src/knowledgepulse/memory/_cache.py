@@ -64,7 +64,9 @@ Admit = Callable[[int, "Nearest | None"], object | None]
 class NoveltyMemory(Protocol):
     """What a scorer needs from a novelty memory (in-process cache, or a shared store)."""
 
-    dimensions: int
+    @property
+    def dimensions(self) -> int:
+        """The vectors' length (an attribute or a read-only property)."""
 
     def nearest_then_add_many(
         self, vectors: FloatArray, ids: Sequence[str | None], admit: Admit | None = None

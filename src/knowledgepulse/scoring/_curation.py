@@ -43,6 +43,9 @@ from ._profiles import ProfileRegistry, global_registry
 if TYPE_CHECKING:
     from ..records import GroupRecord
 
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
 __all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
 
 #: Cosine similarity from which two traces are near-duplicates, by default: the one threshold
@@ -122,7 +125,7 @@ def curate(
     *,
     embedder: Any,
     similarity: float = DEFAULT_SIMILARITY,
-    kb: Any = None,
+    kb: KnowledgeBase | None = None,
     profiles: ProfileRegistry | None = None,
     batch_size: int = 64,
     first_pass: Any = None,
@@ -270,7 +273,9 @@ def _embed(embedder: Any, traces: Sequence[ReasoningTrace], batch_size: int) -> 
     return np.where(norms > 0, matrix / np.where(norms > 0, norms, 1.0), 0.0).astype(np.float32)
 
 
-def _nearest_stored(kb: Any, vectors: np.ndarray) -> list[tuple[str, float] | None]:
+def _nearest_stored(
+    kb: KnowledgeBase | None, vectors: np.ndarray
+) -> list[tuple[str, float] | None]:
     if kb is None or len(kb) == 0:
         return [None] * vectors.shape[0]
     found: list[tuple[str, float] | None] = []

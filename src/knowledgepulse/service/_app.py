@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from .. import __version__
 from .._schema import format_path
-from ..kb import KnowledgeBaseError
+from ..kb import KnowledgeBase, KnowledgeBaseError
 from ._answers import SecureAnswers, client_went_away
 from ._auth import KeyCheck
 from ._bodies import RequestProblem, load_redactor
@@ -128,7 +128,7 @@ class ServiceState:
 
 
 def create_app(
-    kb: Any,
+    kb: KnowledgeBase,
     embedder: Any,
     *,
     settings: ServiceSettings | None = None,

@@ -5,13 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio.to_thread
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from ..kb import ApiKey
+from ..kb import ApiKey, KnowledgeBase
 from ..kb._keys import hash_key
 from ._connections import hold
 from ._limits import RateLimiter, retry_after, whole_seconds
@@ -43,7 +42,7 @@ class KeyCheck:
 
     def __init__(
         self,
-        kb: Any,
+        kb: KnowledgeBase,
         limiter: RateLimiter,
         cache_s: float,
         *,

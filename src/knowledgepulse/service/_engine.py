@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._schema import ReasoningTrace
-from ..kb import ApiKey, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
+from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
 from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
 from ..scoring._formulas import NEAR_DUPLICATE
@@ -58,7 +58,7 @@ def shown_id(stored_id: str) -> str:
 class _LookOnly:
     """Novelty against the traces ``viewer`` may see, storing nothing (``POST /v1/score``)."""
 
-    def __init__(self, kb: Any, viewer: Viewer) -> None:
+    def __init__(self, kb: KnowledgeBase, viewer: Viewer) -> None:
         self._kb = kb
         self._viewer = viewer
         self.dimensions: int = kb.dimensions
@@ -89,7 +89,7 @@ class _Contributor:
     the engine (which knows who may see it), not by the scorer.
     """
 
-    def __init__(self, kb: Any, key: ApiKey, source: str, rows: dict[str, str]) -> None:
+    def __init__(self, kb: KnowledgeBase, key: ApiKey, source: str, rows: dict[str, str]) -> None:
         self._kb = kb
         self._key = key
         self._viewer = key.viewer
@@ -162,7 +162,7 @@ class _Contributor:
 class Engine:
     """The base, the embedder and the threshold, and what the endpoints ask of them."""
 
-    kb: Any
+    kb: KnowledgeBase
     embedder: Any
     threshold: float
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..._schema import ReasoningTrace
 from ...scoring._scorer import Scorer, ValueScore, default_scorer
@@ -19,6 +19,7 @@ from ._recording import ACTIVE, Call, Provider, patched_clients, plain
 from ._transcript import build_trace
 
 if TYPE_CHECKING:
+    from ...kb import KnowledgeBase
     from ...kb._recall import Recall
 
 __all__ = ["DEFAULT_THRESHOLD", "CapturedRun", "capture", "captured", "current_run"]
@@ -145,7 +146,9 @@ class CapturedRun:
                 logger.warning("knowledgepulse.capture: not contributed: %s", exc)
 
 
-def _kb_scorer(kb: Any, scorer: Scorer | None, threshold: float, stack: ExitStack) -> Scorer:
+def _kb_scorer(
+    kb: KnowledgeBase | str | Path, scorer: Scorer | None, threshold: float, stack: ExitStack
+) -> Scorer:
     """A scorer whose memory is the knowledge base, storing the runs that pass."""
     embedder = scorer.embedder if scorer is not None else default_scorer().embedder
     if isinstance(kb, (str, Path)):
@@ -168,7 +171,8 @@ def _recaller(scorer: Scorer, k: int) -> Callable[[str], Recall]:
     from ...kb._recall import recall as recall_similar
 
     def search(query: str) -> Recall:
-        return recall_similar(query, scorer.cache, k, embedder=scorer.embedder)
+        kb = cast("KnowledgeBase", scorer.cache)  # a scorer from _kb_scorer: its memory is a base
+        return recall_similar(query, kb, k, embedder=scorer.embedder)
 
     return search
 
@@ -180,7 +184,7 @@ def capture(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     scorer: Scorer | None = None,
-    kb: Any = None,
+    kb: KnowledgeBase | str | Path | None = None,
     contribute_to: str | None = None,
     api_key: str | None = None,
     agent_id: str | None = None,

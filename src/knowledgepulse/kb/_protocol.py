@@ -1,0 +1,114 @@
+"""What every knowledge base is, whichever database holds it: the :class:`KnowledgeBase`
+protocol, the type :func:`~knowledgepulse.kb.open_knowledge_base` returns and every caller
+takes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from ..memory._cache import Admit, Nearest
+from ._base import EmbeddingIdentity, FloatArray, Hit, KnowledgeBaseStats, StoredTrace
+from ._keys import ApiKey, ListedTrace, TraceAccess, Viewer
+
+__all__ = ["KnowledgeBase"]
+
+_Self = TypeVar("_Self", bound="KnowledgeBase")
+
+
+class KnowledgeBase(Protocol):
+    """A persistent, shared :class:`~knowledgepulse.NoveltyMemory` that stores the traces
+    themselves with their score records, and the API keys and settings of ``kp serve``.
+
+    Opened by :func:`~knowledgepulse.kb.open_knowledge_base` (SQLite or PostgreSQL); closed
+    by :meth:`close` or by leaving a ``with`` block.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the base is (a URL without its password)."""
+
+    @property
+    def identity(self) -> EmbeddingIdentity | None:
+        """How its vectors are made (None: no vectors yet, and opened without an embedder)."""
+
+    # -- the NoveltyMemory protocol ------------------------------------------------------------
+
+    @property
+    def dimensions(self) -> int:
+        """The vectors' length (:class:`KnowledgeBaseError` when there is no identity)."""
+
+    def nearest_then_add_many(
+        self, vectors: FloatArray, ids: Sequence[str | None], admit: Admit | None = None
+    ) -> list[Nearest | None]:
+        """Each row's nearest stored trace, then store what ``admit`` returns; atomic across
+        processes."""
+
+    def clear(self) -> None:
+        """Remove every stored trace (the identity stays)."""
+
+    # -- reading and writing traces ------------------------------------------------------------
+
+    def __len__(self) -> int: ...
+
+    def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+        """The score records of the ``ids`` already stored (id -> record)."""
+
+    def get(self, trace_id: str) -> StoredTrace | None: ...
+
+    def iter_stored(self) -> Iterator[StoredTrace]:
+        """Every stored trace, oldest first."""
+
+    def search(self, vector: FloatArray, k: int = 10) -> list[Hit]:
+        """The ``k`` stored traces most similar to ``vector``."""
+
+    def similar(self, trace_id: str, k: int = 10) -> list[Hit]:
+        """The ``k`` stored traces most similar to a stored one (not itself)."""
+
+    def stats(self) -> KnowledgeBaseStats: ...
+
+    def check(self) -> list[str]:
+        """Problems found (empty: the base is sound)."""
+
+    def add_many(self, items: Sequence[StoredTrace]) -> int:
+        """Store traces as they are; ids already stored are skipped. How many were added."""
+
+    # -- API keys, settings and reads for a viewer (``kp serve``) ------------------------------
+
+    def create_api_key(self, name: str, scope: str, org: str | None = None) -> tuple[ApiKey, str]:
+        """A new key and its secret form (shown once, stored hashed)."""
+
+    def verify_api_key(self, key: str) -> ApiKey | None: ...
+
+    def api_keys(self) -> list[ApiKey]: ...
+
+    def revoke_api_key(self, name: str) -> bool: ...
+
+    def setting(self, name: str) -> str | None: ...
+
+    def set_setting(self, name: str, value: str) -> None: ...
+
+    def access_of(self, ids: Iterable[str]) -> dict[str, TraceAccess]: ...
+
+    def list_traces(
+        self,
+        viewer: Viewer | None,
+        *,
+        sort: str = "-added_at",
+        domain: str | None = None,
+        text: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[ListedTrace], int]: ...
+
+    def visible_stats(self, viewer: Viewer | None) -> dict[str, Any]: ...
+
+    def search_visible(self, vector: Any, k: int, viewer: Viewer | None) -> list[Hit]: ...
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None: ...
+
+    def __enter__(self: _Self) -> _Self: ...
+
+    def __exit__(self, *_: object) -> None: ...
