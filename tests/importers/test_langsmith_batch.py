@@ -188,6 +188,10 @@ def test_detection_tells_batches_from_runs_and_other_formats() -> None:
     # post/patch keys alone do not make a batch: the elements must be LangSmith runs.
     assert detect_format({"post": [{"id": 1, "title": "hello"}]}) is None
     assert detect_format({"post": [], "patch": []}) is None
+    # A patch may hold only the run's id and what completes it.
+    assert detect_format({"patch": [{"id": TOOL, "outputs": {"output": "4"}}]}) == (
+        "langsmith-batch"
+    )
     assert detect_format({"post": [_root_post()], "headers": {}}) is None
 
 
