@@ -219,3 +219,18 @@ def test_kp_score_and_import_read_the_fixture(
     err = capsys.readouterr().err
     assert "records in: 1 = processed 1 + rejected 0; traces written: 1" in err
     assert outputs[0] == outputs[1]
+
+
+def test_a_json_list_of_batches_is_one_stream(tmp_path: Path) -> None:
+    path = tmp_path / "batches.json"
+    lost = {**_tool_patch(), "id": LOST}
+    batches = [{"post": [_root_post(), _tool_post()]}, {"patch": [_root_patch(), lost]}]
+    path.write_text(json.dumps(batches), encoding="utf-8")
+    (unit,) = read_traces(iter_records([str(path)]), "auto")
+    assert unit.format == "langsmith-batch"
+    assert [r.index for r in unit.records] == [0, 1]
+    assert unit.problems == [
+        f"[1].patch[1].id: patch of run {LOST} that no post in this file created "
+        "(its name, type and inputs are missing)"
+    ]
+    assert unit.traces[0].outcome.result_summary == "There are 4 open tickets."
