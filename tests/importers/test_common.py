@@ -280,6 +280,7 @@ def test_registry() -> None:
         "openai-agents",
         "langfuse",
         "langsmith",
+        "langsmith-batch",
         "atif",
         "gemini",
         "bedrock",

@@ -27,7 +27,12 @@ UPDATE = os.environ.get("KP_UPDATE_GOLDEN") == "1"
 NOW = "<now>"
 # The folders of the formats read from JSON and JSONL, named after their format; the agent
 # harnesses' folders (claude_code, codex, inspect, ...) are checked by test_harness_formats.py.
-FOLDERS = sorted(DATA / name for name in ("atif", "langfuse", "openai", "openai-responses", "otel"))
+FOLDERS = sorted(
+    DATA / name
+    for name in ("atif", "langfuse", "langsmith_batch", "openai", "openai-responses", "otel")
+)
+# A folder whose name is not its format's (a Python-style name for a hyphenated format).
+FOLDER_FORMATS = {"langsmith_batch": "langsmith-batch"}
 FIXTURES = sorted(
     p
     for folder in FOLDERS
@@ -80,7 +85,8 @@ def test_fixture_matches_its_golden_file(fixture: Path) -> None:
 @pytest.mark.parametrize("fixture", FIXTURES, ids=_id)
 def test_auto_detection_picks_the_folders_format_only(fixture: Path) -> None:
     formats = {unit.format for unit in read_traces_from_paths([str(fixture)], "auto")}
-    assert formats == {fixture.parent.name}
+    folder = fixture.parent.name
+    assert formats == {FOLDER_FORMATS.get(folder, folder)}
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=_id)

@@ -409,3 +409,22 @@ def test_groups_lines_are_group_records_with_a_schema(capsys: pytest.CaptureFixt
     assert GroupRecord.model_validate(line).kept == result.groups[0].kept
     assert main(["schema", "groups"]) == 0
     assert json.loads(capsys.readouterr().out) == json_schema("groups")
+
+
+def test_curate_takes_profiles_like_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "curate",
+            "examples/traces.jsonl",
+            "-o",
+            str(tmp_path / "kept.jsonl"),
+            "--groups",
+            str(tmp_path / "groups.jsonl"),
+            "--profiles",
+            str(tmp_path / "missing.toml"),
+        ]
+    )
+    assert code == 2
+    assert f"no such profiles file: {tmp_path / 'missing.toml'}" in capsys.readouterr().err

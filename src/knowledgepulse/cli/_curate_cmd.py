@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from pathlib import Path
 
 import click
 
@@ -16,6 +17,8 @@ from ._options import (
     max_errors_option,
     override_options,
     paths_argument,
+    profile_registry,
+    profiles_option,
     quiet_option,
     rejects_option,
 )
@@ -64,6 +67,7 @@ from ._run import (
     "--kb", metavar="FILE|URL", help="A knowledge base whose traces count as already seen."
 )
 @embedder_option
+@profiles_option
 @batch_size_option
 @click.option(
     "--first-pass",
@@ -93,6 +97,7 @@ def curate_command(
     similarity: float | None,
     kb: str | None,
     embedder_choice: str,
+    profiles: Path | None,
     batch_size: int,
     first_pass: str,
     candidate_similarity: float | None,
@@ -130,6 +135,7 @@ def curate_command(
         raise click.UsageError("--first-pass static runs locally only (not with --engine ray)")
     if candidate_similarity is not None and first_pass == "none":
         raise click.UsageError("--candidate-similarity applies to --first-pass static only")
+    registry = profile_registry(profiles)
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
     options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
@@ -175,7 +181,14 @@ def curate_command(
                 from ..distributed._cli import ray_curate
 
                 result = ray_curate(
-                    stack, pile, chosen.embedder, address, workers, similarity=threshold, kb=base
+                    stack,
+                    pile,
+                    chosen.embedder,
+                    address,
+                    workers,
+                    similarity=threshold,
+                    kb=base,
+                    profiles=registry,
                 )
             else:
                 cheap = None
@@ -192,6 +205,7 @@ def curate_command(
                     similarity=threshold,
                     kb=base,
                     batch_size=batch_size,
+                    profiles=registry,
                     first_pass=cheap,
                     candidate_similarity=candidate_similarity,
                 )

@@ -67,7 +67,10 @@ def _open(
     return open_knowledge_base(location, identity, create=create)
 
 
-@kb_group.command("stats")
+@kb_group.command(
+    "stats",
+    epilog="\b\nExamples:\n  kp kb stats --kb team.sqlite\n  kp kb stats --kb postgresql://kp@db/kb --json",
+)
 @kb_option
 @json_option
 def stats_command(location: str, as_json: bool) -> None:
@@ -88,10 +91,15 @@ def stats_command(location: str, as_json: bool) -> None:
         click.echo(f"  {domain:<24} {count:>8,}")
 
 
-@kb_group.command("search")
+@kb_group.command(
+    "search",
+    epilog="\b\nExamples:\n  kp kb search 'refund a cancelled flight' --kb team.sqlite\n  kp kb search 'flaky test bisect' --kb team.sqlite -k 3",
+)
 @click.argument("text")
 @kb_option
-@click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option(
+    "-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many traces."
+)
 @json_option
 def search_command(text: str, location: str, k: int, as_json: bool) -> None:
     """The stored traces most similar to TEXT."""
@@ -102,10 +110,15 @@ def search_command(text: str, location: str, k: int, as_json: bool) -> None:
         _print_hits(kb, hits, as_json)
 
 
-@kb_group.command("similar")
+@kb_group.command(
+    "similar",
+    epilog="\b\nExamples:\n  kp kb similar kp:trace:1234 --kb team.sqlite\n  kp kb similar kp:trace:1234 --kb team.sqlite -k 3",
+)
 @click.argument("trace_id", metavar="ID")
 @kb_option
-@click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option(
+    "-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many traces."
+)
 @json_option
 def similar_command(trace_id: str, location: str, k: int, as_json: bool) -> None:
     """The stored traces most similar to the stored trace ID."""
@@ -117,7 +130,10 @@ def similar_command(trace_id: str, location: str, k: int, as_json: bool) -> None
         _print_hits(kb, hits, as_json)
 
 
-@kb_group.command("show")
+@kb_group.command(
+    "show",
+    epilog="\b\nExamples:\n  kp kb show kp:trace:1234 --kb team.sqlite\n  kp kb show kp:trace:1234 --kb team.sqlite | jq .record.score",
+)
 @click.argument("trace_id", metavar="ID")
 @kb_option
 def show_command(trace_id: str, location: str) -> None:
@@ -141,7 +157,10 @@ def show_command(trace_id: str, location: str) -> None:
         )
 
 
-@kb_group.command("check")
+@kb_group.command(
+    "check",
+    epilog="\b\nExamples:\n  kp kb check --kb team.sqlite\n  kp kb check --kb postgresql://kp@db/kb",
+)
 @kb_option
 def check_command(location: str) -> None:
     """Check the base: SQLite's integrity check, every vector and every stored JSON."""
@@ -154,7 +173,10 @@ def check_command(location: str) -> None:
     raise click.exceptions.Exit(1 if problems else 0)
 
 
-@kb_group.command("export")
+@kb_group.command(
+    "export",
+    epilog="\b\nExamples:\n  kp kb export --kb team.sqlite -o team.jsonl.gz\n  kp kb export --kb postgresql://kp@db/kb -o - | gzip > backup.jsonl.gz",
+)
 @kb_option
 @click.option("--output", "-o", metavar="FILE", help="Write here (default stdout; .gz compresses).")
 @quiet_option
@@ -190,7 +212,10 @@ def export_command(location: str, output: str | None, quiet: bool) -> None:
         console.print(f"exported {written:,} traces from {location}", highlight=False)
 
 
-@kb_group.command("import")
+@kb_group.command(
+    "import",
+    epilog="\b\nExamples:\n  kp kb import team.jsonl.gz --kb postgresql://kp@db/kb\n  kp kb import old/*.jsonl --kb team.sqlite",
+)
 @click.argument("paths", nargs=-1, required=True, metavar="FILE...")
 @kb_option
 @quiet_option

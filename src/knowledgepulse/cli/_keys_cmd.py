@@ -23,7 +23,10 @@ def keys_group() -> None:
     """API keys for kp serve: create (shown once, stored hashed), list, revoke."""
 
 
-@keys_group.command("create")
+@keys_group.command(
+    "create",
+    epilog="\b\nExamples:\n  kp keys create --kb team.sqlite --name ci --scope contribute\n  kp keys create --kb team.sqlite --name alice --scope read --org acme",
+)
 @kb_option
 @click.option("--name", required=True, help="A name for the key, unique in this base.")
 @click.option(
@@ -50,7 +53,10 @@ def create_command(location: str, name: str, scope: str, org: str | None) -> Non
     )
 
 
-@keys_group.command("list")
+@keys_group.command(
+    "list",
+    epilog="\b\nExamples:\n  kp keys list --kb team.sqlite\n  kp keys list --kb postgresql://kp@db/kb",
+)
 @kb_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_command(location: str, as_json: bool) -> None:
@@ -78,7 +84,7 @@ def list_command(location: str, as_json: bool) -> None:
         click.echo(f"{k.name:<20} {k.scope:<10} {k.org or '-':<12} {k.created_at}  {state}")
 
 
-@keys_group.command("revoke")
+@keys_group.command("revoke", epilog="\b\nExamples:\n  kp keys revoke ci --kb team.sqlite")
 @click.argument("name")
 @kb_option
 def revoke_command(name: str, location: str) -> None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from ..scoring._profiles import ProfileRegistry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,3 +116,31 @@ def batch_size_option(function: F) -> F:
         show_default=True,
         help="Traces embedded per batch (the output is the same for any size).",
     )(function)
+
+
+def profiles_option(function: F) -> F:
+    """``--profiles FILE``: custom domain weights for the value score."""
+    return click.option(
+        "--profiles",
+        type=click.Path(path_type=Path),
+        metavar="FILE",
+        help="Custom domain weights (TOML, YAML or JSON).",
+    )(function)
+
+
+def profile_registry(profiles: Path | None) -> ProfileRegistry:
+    """The built-in profiles plus those of ``--profiles``; a missing or invalid file is a
+    usage error (exit 2) naming it."""
+    from ..scoring._profiles import ProfileRegistry, load_profiles
+
+    registry = ProfileRegistry()
+    if profiles is None:
+        return registry
+    if not profiles.is_file():
+        raise click.UsageError(f"no such profiles file: {profiles}")
+    try:
+        for profile in load_profiles(profiles).values():
+            registry.register(profile)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return registry

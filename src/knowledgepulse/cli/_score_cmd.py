@@ -18,6 +18,8 @@ from ._options import (
     output_option,
     override_options,
     paths_argument,
+    profile_registry,
+    profiles_option,
     quiet_option,
     rejects_option,
 )
@@ -74,12 +76,7 @@ if TYPE_CHECKING:
     "and less accurate, for a first pass over huge piles (a --kb made with it takes only "
     "its vectors).",
 )
-@click.option(
-    "--profiles",
-    type=click.Path(path_type=Path),
-    metavar="FILE",
-    help="Custom domain weights (TOML, YAML or JSON).",
-)
+@profiles_option
 @click.option(
     "--kb",
     metavar="FILE|URL",
@@ -150,7 +147,7 @@ def score_command(
     refuse_overwriting_inputs(files, output=output, accepted=accepted, rejects=rejects, junit=junit)
     options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
     console = stderr_console()
-    registry = _profile_registry(profiles)  # usage errors first, before the embedder talks
+    registry = profile_registry(profiles)  # usage errors first, before the embedder talks
     if kb is not None and no_embed:
         raise click.UsageError("--kb compares embeddings: it cannot be used with --no-embed")
     if add is not None and kb is None:
@@ -330,22 +327,6 @@ def _traces_with_conversion(conversions: Any, run: Run) -> Any:
             continue
         for trace in conversion.traces:
             yield conversion, trace
-
-
-def _profile_registry(profiles: Path | None) -> Any:
-    from ..scoring._profiles import ProfileRegistry, load_profiles
-
-    registry = ProfileRegistry()
-    if profiles is None:
-        return registry
-    if not profiles.is_file():
-        raise click.UsageError(f"no such profiles file: {profiles}")
-    try:
-        for profile in load_profiles(profiles).values():
-            registry.register(profile)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    return registry
 
 
 def _open_kb(

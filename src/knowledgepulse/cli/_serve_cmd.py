@@ -19,7 +19,13 @@ from ._kb_cmd import kb_option
 )
 @kb_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8750, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8750,
+    show_default=True,
+    help="The TCP port to listen on (0: any free port).",
+)
 @click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0),

@@ -1,5 +1,6 @@
 """Import agent logs as ReasoningTraces: OpenAI, Anthropic, Gemini, Bedrock, OpenTelemetry
-(with the Vercel AI SDK), OpenAI Agents SDK, Langfuse, LangSmith and ATIF, and the agent
+(with the Vercel AI SDK), OpenAI Agents SDK, Langfuse, LangSmith (run trees, run lists and
+``{post, patch}`` ingestion batches) and ATIF, and the agent
 harnesses' own logs: Claude Code, Codex CLI, Inspect AI, SWE-agent, mini-SWE-agent, OpenHands,
 tau2-bench and Harbor's traces export (one module each; see ``docs/importers.md``).
 

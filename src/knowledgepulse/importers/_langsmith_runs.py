@@ -17,7 +17,13 @@ from knowledgepulse.io._reader import json_type_name
 
 from ._values import ConversionError
 
-__all__ = ["RunTree", "plant_trees", "trace_key"]
+__all__ = ["RunTree", "is_langsmith_batch", "plant_trees", "trace_key"]
+
+# The fields of a run that say a batch element is a LangSmith run (a patch may hold only its
+# id and what completes the run).
+_RUN_KEYS = frozenset(
+    {"run_type", "trace_id", "dotted_order", "parent_run_id", "end_time", "outputs"}
+)
 
 
 @dataclass
@@ -149,3 +155,19 @@ def trace_key(root: Mapping[str, Any], position: int) -> str:
         if root.get(key) is not None:
             return str(root[key])
     return f"#{position}"
+
+
+def is_langsmith_batch(record: Any) -> bool:
+    """Whether ``record`` is a ``{post, patch}`` batch: an object whose keys are ``post`` and/or
+    ``patch`` (nothing else), each a list, and whose first run has an ``id`` and a LangSmith run
+    field (``run_type``, ``trace_id``, ``dotted_order``, ``parent_run_id``, ``end_time`` or
+    ``outputs``)."""
+    if not isinstance(record, Mapping) or not record or not set(record) <= {"post", "patch"}:
+        return False
+    if not all(isinstance(value, list) for value in record.values()):
+        return False
+    runs = [run for key in ("post", "patch") for run in record.get(key) or []]
+    if not runs:
+        return False
+    first = runs[0]
+    return isinstance(first, Mapping) and "id" in first and bool(_RUN_KEYS & set(first))

@@ -10,6 +10,8 @@ from knowledgepulse._schema import ReasoningTrace, TraceValidationError
 from knowledgepulse.io._reader import json_type_name
 
 from ._harness import HARNESS_CONVERTERS, HARNESS_DESCRIPTIONS, detect_harness_format
+from ._langsmith_batch import langsmith_batch_traces
+from ._langsmith_runs import is_langsmith_batch
 from ._options import ImportOptions, override_trace_data, resolve_options
 from ._otlp import is_js_span
 from ._values import ConversionError
@@ -108,6 +110,11 @@ FORMATS: dict[str, Importer] = {
         "langfuse", "Langfuse traces with their observations (GET /traces/{id})", from_langfuse
     ),
     "langsmith": Importer("langsmith", "LangSmith run trees or flat run lists", langsmith_traces),
+    "langsmith-batch": Importer(
+        "langsmith-batch",
+        "LangSmith ingestion batches ({post, patch}, POST /runs/batch), merged by run id per file",
+        langsmith_batch_traces,
+    ),
     "atif": Importer(
         "atif", "Harbor ATIF agent trajectories (a Harbor job directory: one per trial)", from_atif
     ),
@@ -204,6 +211,8 @@ def detect_format(record: Any) -> str | None:
         "session_id" in first and "steps" in first and "agent" in first
     ):
         return "atif"
+    if is_langsmith_batch(first):
+        return "langsmith-batch"
     if "run_type" in first or "child_runs" in first or "dotted_order" in first:
         return "langsmith"
     if is_gemini_record(first) or is_gemini_contents(items):

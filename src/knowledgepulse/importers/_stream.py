@@ -29,6 +29,7 @@ from knowledgepulse._schema import ReasoningTrace, TraceValidationError, Validat
 from knowledgepulse.io._reader import InputRecord
 
 from ._harness import FILE_FORMATS, RUN_FORMATS, is_run_part
+from ._langsmith_batch import merge_batches
 from ._options import ImportOptions
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
 from ._runs import is_one_run
@@ -45,7 +46,7 @@ _PART_FORMATS = frozenset(
     {"openai", "openai-responses", "anthropic", "gemini", "bedrock", "mini-swe-agent", AUTO_FORMAT}
 )
 # Formats whose records are grouped over the whole source file.
-_GROUPED_FORMATS = frozenset({"otel", "langsmith", "openai-agents"})
+_GROUPED_FORMATS = frozenset({"otel", "langsmith", "langsmith-batch", "openai-agents"})
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,7 @@ class _Stream:
         for name, build in (
             ("otel", self._otel_units),
             ("langsmith", self._langsmith_units),
+            ("langsmith-batch", self._langsmith_batch_units),
             ("openai-agents", self._openai_agents_units),
         ):
             positions = [n for n, (fmt, _) in enumerate(grouped) if fmt == name]
@@ -305,8 +307,28 @@ class _Stream:
                 runs.extend((run, at(prefix, i), n) for i, run in enumerate(data))
             else:
                 runs.append((data, prefix, n))
-        trees, problems = plant_trees(runs)
+        return self._run_tree_units(runs, positions, [], [])
+
+    def _langsmith_batch_units(
+        self, records: list[InputRecord], positions: list[int]
+    ) -> list[_Unit]:
+        """One file is one stream of batches: a run's post and its patches, in any records of
+        the file, are one run (and their records one unit)."""
+        merged = merge_batches((records[n].data, _prefix(records[n]), n) for n in positions)
+        return self._run_tree_units(merged.runs, positions, merged.joins, merged.problems)
+
+    def _run_tree_units(
+        self,
+        runs: list[tuple[Any, str, int]],
+        positions: list[int],
+        joins: list[tuple[int, int]],
+        problems: list[tuple[int, ConversionError]],
+    ) -> list[_Unit]:
+        trees, link_problems = plant_trees(runs)
+        problems = [*problems, *link_problems]
         units = _Units(positions)
+        for pair in joins:
+            units.join(pair)
         first_of_trace: dict[str, int] = {}
         for tree in trees:
             units.join([*tree.origins, first_of_trace.setdefault(tree.key, tree.origins[0])])

@@ -36,7 +36,7 @@ from typing import Any
 from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
-from ._langsmith_runs import RunTree, plant_trees, trace_key
+from ._langsmith_runs import RunTree, is_langsmith_batch, plant_trees, trace_key
 from ._messages import Message, message_from_chat, message_list, text_from_value
 from ._objective import FROM_TRACE_INPUT
 from ._options import ImportOptions, resolve_options
@@ -139,6 +139,10 @@ class _Walker:
     def visit(self, run: Mapping[str, Any], path: str, *, root: bool = False) -> bool:
         """Steps of ``run`` and its children; whether an error was reported beneath or at it."""
         run_type = run.get("run_type")
+        if root and is_langsmith_batch(run):
+            raise ConversionError(
+                path, "a LangSmith ingestion batch ({post, patch}): use --from langsmith-batch"
+            )
         if not isinstance(run_type, str):
             raise ConversionError(at(path, "run_type"), "expected a string such as 'llm', 'tool'")
         error = run.get("error")
