@@ -118,7 +118,7 @@ def test_kp_curate_writes_kept_traces_and_groups(
     assert "traces: 18   kept 6   dropped 12 as near-duplicates (cosine ≥ 0.8) in 6 groups" in err
     assert len(kept.read_text().splitlines()) == 6
     lines = [json.loads(line) for line in groups.read_text().splitlines()]
-    assert {tuple(sorted(line)) for line in lines} == {("duplicates", "kept", "reason")}
+    assert {tuple(sorted(line)) for line in lines} == {("duplicates", "kept", "reason", "schema")}
     assert sum(len(line["duplicates"]) for line in lines) == 12
 
 

@@ -56,7 +56,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "schema": (
         "._schema_cmd",
-        "Print the JSON Schema of a ReasoningTrace (trace), a kp score line or a kp eval line.",
+        "Print the JSON Schema of a ReasoningTrace (trace), a kp score line, a kp eval line or a "
+        "kp curate --groups line.",
     ),
     "score": (
         "._score_cmd",

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._schema import ReasoningTrace, parse_trace
+from ..memory._cache import exact_rows
 from ._formulas import NEAR_DUPLICATE, NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
 from ._profiles import ProfileRegistry, global_registry
 
@@ -294,14 +295,18 @@ def _neighbours(vectors: np.ndarray, similarity: float) -> list[list[tuple[int, 
     index.extend([str(i) for i in range(n)], vectors)
     result: list[list[tuple[int, float]]] = []
     k = min(n, NEIGHBOURS)
+    exact = None  # the rows on the exact-similarity grid, made for the first dense cluster
     for start in range(0, n, 256):
         chunk = vectors[start : start + 256]
         for row, found in enumerate(index.nearest(chunk, k)):
             me = start + row
             near = [(p, s) for p, s in found if p != me and s >= similarity]
             if len(found) == k and found[-1][1] >= similarity and k < n:
-                # A dense cluster: look at every row for this one.
-                sims = vectors @ vectors[me]
+                # A dense cluster: look at every row for this one, with the exact similarities
+                # the index returns (so a pair's cosine is the same whichever path found it).
+                if exact is None:
+                    exact = exact_rows(vectors)
+                sims = exact @ exact[me]
                 near = sorted(
                     (
                         (int(p), float(sims[p]))
@@ -356,10 +361,12 @@ def _tiered_neighbours(
     if len(chosen):
         strong = _embed(embedder, [canonical[int(p)] for p in chosen], batch_size)
     neighbours: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    # The deciding cosines are exact, as in the one-tier run: the same pair, the same bits.
+    exact = exact_rows(strong)
     for start in range(0, len(chosen), _ROWS_AT_ONCE):
         positions = chosen[start : start + _ROWS_AT_ONCE]
         candidates = cheap[positions] @ cheap[chosen].T >= candidate_similarity
-        cosines = strong[start : start + len(positions)] @ strong.T
+        cosines = exact[start : start + len(positions)] @ exact.T
         for row, position in enumerate(positions):
             others = np.nonzero(candidates[row] & (cosines[row] >= similarity))[0]
             near = [
