@@ -36,8 +36,9 @@ demo: install-demo
 # The tests whose numbers come from embeddings and vector maths, run a second time under
 # another OpenBLAS kernel: a value pinned to one machine's maths library fails here, not on a
 # user's machine with another CPU.
-FLOAT_SENSITIVE := tests/embedding tests/kb tests/viewer tests/service tests/test_curation.py \
-	tests/test_scoring_minilm.py tests/test_cache.py tests/distributed/test_invariance.py
+FLOAT_SENSITIVE := tests/embedding tests/kb tests/viewer tests/service tests/memory \
+	tests/scoring/test_curation.py tests/scoring/test_scoring_minilm.py \
+	tests/distributed/test_invariance.py
 
 test: install-fast
 	bash .ci/install-browser.sh || echo "chromium unavailable: the browser test will be skipped"
