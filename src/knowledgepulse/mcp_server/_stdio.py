@@ -7,6 +7,8 @@ a parse error and the server reads on; the server ends cleanly when the client c
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import anyio
@@ -31,5 +33,35 @@ async def serve_stdio(memory: TraceMemory, key: ApiKey = LOCAL_KEY) -> None:
 
 
 def run_stdio(memory: TraceMemory, key: ApiKey = LOCAL_KEY) -> None:
-    """:func:`serve_stdio`, blocking (the ``kp mcp`` command)."""
-    anyio.run(serve_stdio, memory, key)
+    """:func:`serve_stdio`, blocking (the ``kp mcp`` command). A client that leaves while an
+    answer is being written ends the server quietly (exit 0), not with a traceback."""
+    try:
+        anyio.run(serve_stdio, memory, key)
+    except BaseException as exc:
+        if not _client_gone(exc):
+            raise
+        _stdout_to_devnull()  # the interpreter's last flush would meet the same closed pipe
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (or every exception of a group) says the client closed its end."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, tuple) and inner:
+        return all(_client_gone(e) for e in inner)
+    return isinstance(
+        exc,
+        (
+            BrokenPipeError,
+            ConnectionResetError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+        ),
+    )
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
