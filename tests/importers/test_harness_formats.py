@@ -596,6 +596,18 @@ def test_openhands_error_observations_and_exit_codes_are_failures() -> None:
     assert steps(trace)[5]["content"] == "Command timed out"
 
 
+def test_openhands_action_with_an_unhashable_id_is_read_not_a_crash() -> None:
+    """Found by the property test below: an action whose id is a list raised TypeError
+    (unhashable) inside the importer, an internal error for `kp import`."""
+    events = [
+        _oh(0, "user", action="message", args={"content": "List files"}, message="List files"),
+        {**_oh(1, "agent", action="run", args={"command": "ls"}), "id": []},
+        _oh(2, "agent", observation="run", cause=1, content="a.txt"),
+    ]
+    [trace] = from_openhands(events)
+    assert [s["type"] for s in steps(trace)][:2] == ["tool_call", "observation"]
+
+
 def test_openhands_list_is_one_record_unit_with_element_locations(tmp_path: Path) -> None:
     path = tmp_path / "trajectory.json"
     events = [

@@ -200,8 +200,10 @@ def _read_action(
     if arguments is None:
         arguments = {k: v for k, v in args.items() if k not in _NOT_INPUT}
     builder.tool_call(name, arguments, call_id=call_id)
-    if "id" in event:
-        actions[event["id"]] = name
+    event_id = event.get("id")
+    if isinstance(event_id, (int, str)) and not isinstance(event_id, bool):
+        # an id of another type (a list, an object) names nothing an observation can point at
+        actions[event_id] = name
 
 
 def _call_arguments(metadata: Mapping[str, Any], call_id: str | None) -> dict[str, Any] | None:
