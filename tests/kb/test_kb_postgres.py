@@ -171,3 +171,22 @@ def test_eight_writer_processes_lose_nothing_and_never_both_accept_a_near_duplic
         assert len(kb) == shared + workers * own
         assert sorted(t.id for t in kb.iter_stored()) == sorted(accepted)
         assert kb.check() == []
+
+
+def test_an_open_base_keeps_its_password_out_of_sight(postgres_admin_url: str) -> None:
+    """The password is needed to connect, and nowhere after: no public attribute, no repr."""
+    import psycopg
+
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS keeper")
+        conn.execute(f"CREATE ROLE keeper LOGIN SUPERUSER PASSWORD '{SECRET}'")
+    url = new_database(postgres_admin_url, owner="keeper")
+    with_password = url.replace("postgresql://keeper@", f"postgresql://keeper:{SECRET}@", 1)
+    assert with_password != url
+    kb = open_knowledge_base(with_password, IDENTITY)
+    try:
+        public = {name: value for name, value in vars(kb).items() if not name.startswith("_")}
+        assert SECRET not in repr(public) and SECRET not in repr(kb)
+        assert kb.location == redact(with_password)
+    finally:
+        kb.close()

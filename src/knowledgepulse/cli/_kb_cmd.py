@@ -103,9 +103,11 @@ def stats_command(location: str, as_json: bool) -> None:
 @json_option
 def search_command(text: str, location: str, k: int, as_json: bool) -> None:
     """The stored traces most similar to TEXT."""
+    from ..kb._recall import require_same_model
+
     with _open(location) as kb:
         embedder = _embedder_for_search(kb)
-        _require_same_model(kb, embedder)
+        require_same_model(kb, embedder)
         hits = kb.search(embedder.embed([text])[0], k)
         _print_hits(kb, hits, as_json)
 
@@ -302,17 +304,6 @@ def _embedder_for_search(kb: Any = None) -> Any:
     if chosen.embedder is None:
         raise click.UsageError(f"searching by text needs the embedder: {chosen.reason}")
     return chosen.embedder
-
-
-def _require_same_model(kb: KnowledgeBase, embedder: Any) -> None:
-    from ..kb import EmbeddingIdentity, KnowledgeBaseMismatchError
-
-    mine = EmbeddingIdentity.of(embedder)
-    if kb.identity is not None and kb.identity != mine:
-        raise KnowledgeBaseMismatchError(
-            f"{kb.location}: its vectors were made with {kb.identity.describe()}, not "
-            f"{mine.describe()}"
-        )
 
 
 def _print_hits(kb: KnowledgeBase, hits: list[Hit], as_json: bool) -> None:

@@ -143,7 +143,6 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
         create: bool = True,
     ) -> None:
         super().__init__(redact(url), index)
-        self.url = url
         self._conn = connect(url, self.location)
         try:
             with self._errors():
