@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,32 @@ def test_load_profiles_bad_sum_names_file_and_profile(tmp_path: Path) -> None:
     other.write_text("x")
     with pytest.raises(ValueError, match="unsupported profile file type"):
         kp.load_profiles(other)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("p.yaml", "profiles: [a\n  b: {"), ("p.json", '{"a":'), ("p.toml", "x = ")],
+)
+def test_a_profiles_file_that_does_not_parse_names_itself(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """Every parser's error (YAML's is no ValueError) is one ValueError naming the file."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: cannot parse: "):
+        kp.load_profiles(path)
+
+
+def test_kp_score_refuses_a_broken_yaml_profiles_file_as_a_usage_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from knowledgepulse.cli import app
+
+    path = tmp_path / "p.yaml"
+    path.write_text("profiles: [a\n  b: {")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("")
+    result = CliRunner().invoke(app, ["score", str(trace), "--profiles", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}: cannot parse: " in result.output
+    assert "internal error" not in result.output

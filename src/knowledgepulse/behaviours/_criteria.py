@@ -13,13 +13,13 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from .._schema import ReasoningTrace
+from ..io._settings import SettingsFileError, read_settings_file
 from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
 from . import _checks
 from ._checks import (
@@ -452,37 +452,10 @@ def load_agent_rubric(path: str | Path) -> Rubric:
     """The ``agent`` rubric configured by a TOML, YAML or JSON file (see :func:`agent_rubric`);
     :class:`RubricSettingsError` for a file that cannot be read or a wrong setting."""
     path = Path(path)
-    suffix = path.suffix.lower()
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RubricSettingsError(
-            f"cannot read the rubric file {str(path)!r}: {exc.strerror}"
-        ) from None
-    data: Any
-    try:
-        if suffix == ".toml":
-            if sys.version_info >= (3, 11):
-                import tomllib
-            else:  # Python 3.10
-                import tomli as tomllib
-            data = tomllib.loads(text)
-        elif suffix in {".yaml", ".yml"}:
-            import yaml
-
-            data = yaml.safe_load(text)
-        elif suffix == ".json":
-            import json
-
-            data = json.loads(text)
-        else:
-            raise RubricSettingsError(
-                f"{path}: unsupported rubric file type {suffix!r} (use .toml, .yaml or .json)"
-            )
-    except RubricSettingsError:
-        raise
-    except Exception as exc:  # each parser has its own error class; all mean "not readable"
-        raise RubricSettingsError(f"{path}: cannot parse: {exc}") from None
+        data = read_settings_file(path, "rubric")
+    except SettingsFileError as exc:
+        raise RubricSettingsError(str(exc)) from None
     return agent_rubric(data, where=str(path))
 
 

@@ -1,7 +1,7 @@
 """Reading and writing records: the one reader (files, directories, gzip, stdin and
 concatenated JSON into located records or located rejections, never an exception for bad
 content) and the line writers (whole lines, ``.gz`` as members, outputs that name an input
-refused)."""
+refused), and the settings-file parser."""
 
 from __future__ import annotations
 
@@ -37,6 +37,15 @@ if TYPE_CHECKING:
     from ._reader import (
         skipped_files as skipped_files,
     )
+    from ._settings import (
+        SETTINGS_SUFFIXES as SETTINGS_SUFFIXES,
+    )
+    from ._settings import (
+        SettingsFileError as SettingsFileError,
+    )
+    from ._settings import (
+        read_settings_file as read_settings_file,
+    )
     from ._writers import (
         LineWriter as LineWriter,
     )
@@ -66,6 +75,7 @@ _LAZY: dict[str, str] = {
         ],
         "._reader",
     ),
+    **dict.fromkeys(["SETTINGS_SUFFIXES", "SettingsFileError", "read_settings_file"], "._settings"),
     **dict.fromkeys(["LineWriter", "OutputClosed", "dumps", "same_file"], "._writers"),
 }
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..io._settings import read_settings_file
 
 __all__ = [
     "BUILTIN_PROFILES",
@@ -185,27 +186,7 @@ def load_profiles(path: str | Path) -> dict[str, DomainProfile]:
         outcome = 0.2
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    text = path.read_text(encoding="utf-8")
-    data: Any
-    if suffix == ".toml":
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # Python 3.10
-            import tomli as tomllib
-        data = tomllib.loads(text)
-    elif suffix in {".yaml", ".yml"}:
-        import yaml
-
-        data = yaml.safe_load(text)
-    elif suffix == ".json":
-        import json
-
-        data = json.loads(text)
-    else:
-        raise ValueError(
-            f"{path}: unsupported profile file type {suffix!r} (use .toml, .yaml or .json)"
-        )
+    data = read_settings_file(path, "profile")
     if isinstance(data, Mapping) and isinstance(data.get("profiles"), Mapping):
         data = data["profiles"]
     if not isinstance(data, Mapping) or not data:
