@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..io._reader import json_type_name
+
 __all__ = ["schema_problems"]
 
 _DEPTH = 32
@@ -52,22 +54,6 @@ def _type_ok(value: Any, kind: Any) -> bool:
     return True  # an unknown type name checks nothing
 
 
-def _name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    return type(value).__name__
-
-
 def _at(path: str, key: str | int) -> str:
     return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
 
@@ -79,7 +65,9 @@ def _check(value: Any, schema: Any, path: str, problems: list[str], depth: int) 
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
     if kinds and not any(_type_ok(value, k) for k in kinds):
-        problems.append(f"{where}: expected {' or '.join(map(str, kinds))}, got {_name(value)}")
+        problems.append(
+            f"{where}: expected {' or '.join(map(str, kinds))}, got {json_type_name(value)}"
+        )
         return
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum:
