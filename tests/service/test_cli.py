@@ -63,6 +63,24 @@ def test_serve_refuses_to_run_without_the_embedder(
     assert code == 2 and err.startswith("kp: error: kp serve needs the embedder")
 
 
+def test_serve_threads_are_threads_and_the_old_workers_name_still_works(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """--workers means processes elsewhere; kp serve's threads are --threads."""
+    base = str(tmp_path / "team.sqlite")
+    code, out, _ = kp(capsys, "serve", "--help")
+    assert code == 0
+    assert "--threads INTEGER RANGE" in out and "--workers" not in out
+    code, _, err = kp(capsys, "serve", "--kb", base, "--workers", "2", "--no-embed")
+    assert code == 2
+    assert err.startswith("kp serve: --workers is now --threads (threads, not processes)\n")
+    code, _, err = kp(capsys, "serve", "--kb", base, "--workers", "2", "--threads", "3")
+    assert (code, err.split(" (see")[0]) == (
+        2,
+        "kp: error: --workers is the old name of --threads: give only --threads",
+    )
+
+
 @pytest.mark.embedder
 @pytest.mark.slow
 @pytest.mark.skipif(not embedder_available(), reason=f"needs the embedder ({INSTALL_HINT})")

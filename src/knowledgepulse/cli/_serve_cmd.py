@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from ._app import app
 from ._kb_cmd import kb_option
@@ -81,12 +82,15 @@ from ._kb_cmd import kb_option
     help="Longest scoring or storing (503 beyond).",
 )
 @click.option(
-    "--workers",
+    "--threads",
     type=click.IntRange(1),
     default=4,
     show_default=True,
     help="Threads embedding and scoring at once; one key holds at most half of them.",
 )
+# The old name: elsewhere --workers means processes (kp score, kp curate), so here it gave way
+# to --threads; it is still taken, with a note, so that existing scripts keep working.
+@click.option("--workers", "old_workers", type=click.IntRange(1), default=None, hidden=True)
 @click.option(
     "--drain",
     "drain_s",
@@ -133,7 +137,8 @@ def serve_command(
     rate_per_s: float,
     burst: int,
     request_timeout_s: float,
-    workers: int,
+    threads: int,
+    old_workers: int | None,
     drain_s: float,
     header_timeout_s: float,
     max_connections: int,
@@ -145,6 +150,14 @@ def serve_command(
     Every endpoint but /healthz needs an API key (kp keys create). The OpenAPI document is
     at /openapi.json, its pages at /docs.
     """
+    if old_workers is not None:
+        if (
+            click.get_current_context().get_parameter_source("threads")
+            is not ParameterSource.DEFAULT
+        ):
+            raise click.UsageError("--workers is the old name of --threads: give only --threads")
+        click.echo("kp serve: --workers is now --threads (threads, not processes)", err=True)
+        threads = old_workers
     if no_embed:
         raise click.UsageError("--kb compares embeddings: kp serve cannot run with --no-embed")
     from ..embedding import choose_embedder
@@ -166,7 +179,7 @@ def serve_command(
         rate_per_s=rate_per_s,
         burst=burst,
         request_timeout_s=request_timeout_s,
-        workers=workers,
+        workers=threads,
         header_timeout_s=header_timeout_s,
         max_connections=max_connections,
         allowed_hosts=_mcp_hosts(host, allowed_hosts),
