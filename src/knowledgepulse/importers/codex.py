@@ -95,6 +95,7 @@ def from_codex(
 
 
 def codex_traces(entries: list[Entry], options: ImportOptions) -> list[ReasoningTrace]:
+    """The trace of a rollout's lines (each with its label); a ConversionError names the line."""
     if not any(is_codex_line(data) for data, _ in entries):
         raise ConversionError(
             "", "not a Codex rollout: no line is a {timestamp, type, payload} rollout line"

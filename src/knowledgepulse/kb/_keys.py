@@ -187,6 +187,8 @@ def listing_query(
     """The WHERE and ORDER BY of a listing, and the WHERE's parameters.
 
     Args:
+        viewer: whose listing it is (see :func:`visibility_clause`); None: every trace.
+        mark: the driver's placeholder, ``?`` or ``%s``.
         objective_sql: the backend's expression for the trace's ``task.objective``.
         trace_id_sql: the backend's expression for the trace's own ``id``: the id as
             contributed, not the row's (which the service may have namespaced).
