@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from knowledgepulse.kb import EmbeddingIdentity, StoredTrace, open_knowledge_base
+from knowledgepulse.kb._sql import SQLKnowledgeBase
 
 DIMENSIONS = 384
 IDENTITY = EmbeddingIdentity(model="synthetic", dimensions=DIMENSIONS, windowing="whole")
@@ -34,19 +36,23 @@ IDENTITY = EmbeddingIdentity(model="synthetic", dimensions=DIMENSIONS, windowing
 NEAR_DUPLICATE = 0.95
 
 
-def unit_vectors(count: int, seed: int) -> np.ndarray:
+def unit_vectors(count: int, seed: int) -> npt.NDArray[np.float32]:
     rows = np.random.default_rng(seed).normal(size=(count, DIMENSIONS)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    normalised: npt.NDArray[np.float32] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return normalised
 
 
-def clustered_unit_vectors(count: int, seed: int, clusters: int = 2000) -> np.ndarray:
+def clustered_unit_vectors(count: int, seed: int, clusters: int = 2000) -> npt.NDArray[np.float32]:
     """Vectors around ``clusters`` centres (cosine ≈ 0.85 to their centre), as sentence
     embeddings of traces on a few thousand topics are; uniform random vectors in 384
     dimensions are the worst case of an HNSW graph and unlike any embedder's output."""
     rng = np.random.default_rng(seed)
     centres = unit_vectors(clusters, seed + 1)
     rows = centres[rng.integers(0, clusters, count)] + 0.6 * unit_vectors(count, seed + 2)
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    normalised: npt.NDArray[np.float32] = (
+        rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    ).astype(np.float32)
+    return normalised
 
 
 @contextlib.contextmanager
@@ -54,9 +60,9 @@ def throwaway_server() -> Iterator[str]:
     """The superuser URL of a PostgreSQL server in a temporary folder, stopped afterwards."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
+        from pgserver.postgres_server import get_server
     with tempfile.TemporaryDirectory(prefix="kp-pg-") as folder:
-        server = pgserver.get_server(Path(folder) / "data", cleanup_mode="stop")
+        server = get_server(Path(folder) / "data", cleanup_mode="stop")
         try:
             yield server.get_uri()
         finally:
@@ -78,6 +84,7 @@ def bulk_load(url: str, vectors: np.ndarray) -> float:
     from psycopg.types.json import Jsonb
 
     with open_knowledge_base(url, IDENTITY, index="exact") as kb:
+        assert isinstance(kb, SQLKnowledgeBase)  # the connection is the backend's own
         conn: Any = kb._conn
         start = time.perf_counter()
         with (
@@ -117,6 +124,7 @@ def measure_queries(url: str, stored: int, queries: int = 200) -> dict[str, floa
         figures["query_p50_ms"] = statistics.median(times) * 1e3
         figures["query_p95_ms"] = float(np.percentile(times, 95)) * 1e3
         batch = probes[:32]
+        assert isinstance(kb, SQLKnowledgeBase)  # the batch search behind nearest_then_add_many
         t = time.perf_counter()
         kb._nearest(batch, 1)
         figures["batch32_ms"] = (time.perf_counter() - t) * 1e3

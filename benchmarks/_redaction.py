@@ -76,7 +76,9 @@ def _iban(rng: random.Random) -> str:
 
 
 def _phone(rng: random.Random) -> str:
-    d = lambda n: "".join(rng.choice(string.digits) for _ in range(n))  # noqa: E731
+    def d(n: int) -> str:
+        return "".join(rng.choice(string.digits) for _ in range(n))
+
     area = str(rng.randint(201, 989))
     return rng.choice(
         [

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 #: The gate: a near-duplicate scores about 0.45 (MiniLM) to 0.49 (hashing); a novel trace
 #: 0.55 to 0.75 (MiniLM, as the base fills up) or about 0.78 (hashing).
@@ -43,14 +44,17 @@ class HashingEmbedder:
     name = "hashing"
     dimensions = 384
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in re.findall(r"\w+", text.lower()):
                 digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
                 out[row, int.from_bytes(digest, "big") % self.dimensions] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        unit: npt.NDArray[np.float32] = np.divide(
+            out, norms, out=np.zeros_like(out), where=norms > 0
+        )
+        return unit
 
 
 def _trace(trace_id: str, words: list[str]) -> dict[str, Any]:

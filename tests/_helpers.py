@@ -9,9 +9,11 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
+import pytest
 
 WORKED_EXAMPLE: dict[str, Any] = {
     "@context": "https://openknowledgepulse.org/schema/v1",
@@ -84,11 +86,13 @@ class HashingEmbedder:
     under test.
     """
 
+    name = "HashingEmbedder"
+
     def __init__(self, dimensions: int = 384) -> None:
         self.dimensions = dimensions
         self.calls = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.calls += 1
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -98,7 +102,19 @@ class HashingEmbedder:
                 )
                 out[row, bucket % self.dimensions] += 1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        unit: npt.NDArray[np.float32] = np.divide(
+            out, norms, out=np.zeros_like(out), where=norms > 0
+        )
+        return unit
+
+
+def approx_float(expected: float, *, rel: float | None = None, abs: float | None = None) -> float:
+    """``pytest.approx(expected, rel=rel, abs=abs)`` typed as the float it compares equal to.
+
+    It stands for a float inside a record built for comparison, e.g.
+    ``Nearest("b", approx_float(1.0, abs=1e-5))``, where the field's type is ``float``.
+    """
+    return cast(float, pytest.approx(expected, rel=rel, abs=abs))
 
 
 #: The 200 tau-bench airline conversations shipped with the examples (MIT, gzip-compressed).

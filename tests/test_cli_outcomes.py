@@ -5,14 +5,16 @@ rubric files with mistakes, and raw logs read without --from."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
-from _helpers import make_trace
+from _helpers import approx_float, make_trace
 from knowledgepulse.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +158,7 @@ class _OneRowShort:
     name = "one-row-short"
     dimensions = 8
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return np.ones((max(0, len(texts) - 1), 8), dtype=np.float32)
 
 
@@ -164,7 +166,7 @@ class _Wide:
     name = "wide"
     dimensions = 768
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         out = np.zeros((len(texts), 768), dtype=np.float32)
         out[:, 0] = 1.0
         return out
@@ -184,7 +186,7 @@ def test_the_cache_is_sized_from_the_embedder() -> None:
     assert scorer.cache.dimensions == 768  # read before the first score
     first, second = scorer.score_many([make_trace(trace_id="kp:trace:a"), make_trace()])
     assert first.novelty_source == "empty_cache"
-    assert second.nearest == kp.Nearest("kp:trace:a", pytest.approx(1.0))
+    assert second.nearest == kp.Nearest("kp:trace:a", approx_float(1.0))
 
 
 @pytest.mark.skipif(not TAU.exists(), reason="the tau-bench corpus is not beside the repository")

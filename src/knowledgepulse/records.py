@@ -232,6 +232,8 @@ class EvalRecord(_Line, EvaluationResult):
         line: int | None = None,
         index: int | None = None,
     ) -> EvalRecord:
+        """The record of ``result``, read from ``source`` at ``line`` (``index``: its place in a
+        JSON list there)."""
         return cls(**dict(result), source=source, line=line, index=index)
 
     def to_result(self) -> EvaluationResult:

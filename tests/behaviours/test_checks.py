@@ -75,7 +75,13 @@ def test_expected_actions_are_read_from_tau_bench_and_tau2_ground_truths() -> No
     }
     found = expected_actions(trace(say("hi"), ground_truth=tau2))
     assert found is not None and [a.name for a in found] == ["cancel"]
-    for shapeless in ({}, {"actions": "book"}, {"actions": [{"kwargs": {}}]}, ["book"]):
+    shapeless_truths: list[object] = [
+        {},
+        {"actions": "book"},
+        {"actions": [{"kwargs": {}}]},
+        ["book"],
+    ]
+    for shapeless in shapeless_truths:
         assert expected_actions(trace(say("hi"), ground_truth=shapeless)) is None
 
 

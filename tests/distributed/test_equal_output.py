@@ -26,7 +26,7 @@ def hashing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run_both(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: Path, *extra: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: Path, *extra: str | Path
 ) -> dict[str, dict[str, Any]]:
     """Run kp score locally and on Ray; each run's code, output, rejects and accounting."""
     runs: dict[str, dict[str, Any]] = {}

@@ -8,8 +8,10 @@ import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
@@ -22,12 +24,14 @@ from ._corpus import write_corpus
 class SlowHashing(HashingEmbedder):
     """The hashing embedder, slow enough that a run is still going when a worker is killed."""
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    name = "SlowHashing"  # as the class was named before the hashing embedder had a name
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         time.sleep(0.02)
         return super().embed(texts)
 
 
-def corpus_traces(path: Path) -> list[dict]:
+def corpus_traces(path: Path) -> list[dict[str, Any]]:
     traces = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:

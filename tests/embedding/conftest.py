@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from knowledgepulse.embedding._minilm import LazyMiniLM
+
 from ._shared import KINDS, REFERENCE, kind_param
 
 
@@ -35,6 +37,6 @@ def embedder(request: pytest.FixtureRequest, loaded: dict[str, Any]) -> Any:
 
 
 @pytest.fixture(params=list(KINDS))
-def embedder_class(request: pytest.FixtureRequest) -> type[Any]:
+def embedder_class(request: pytest.FixtureRequest) -> type[LazyMiniLM[Any]]:
     """Each embedder class, for tests that need no model."""
     return KINDS[request.param][0]

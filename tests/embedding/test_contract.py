@@ -23,6 +23,7 @@ from knowledgepulse.embedding import (
     _openvino,
     _torch_bf16,
 )
+from knowledgepulse.embedding._minilm import LazyMiniLM
 
 from ._shared import KINDS, kind_param
 
@@ -52,7 +53,7 @@ def test_import_does_not_load_runtime_libraries() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_construction_is_lazy(embedder_class: type[Any]) -> None:
+def test_construction_is_lazy(embedder_class: type[LazyMiniLM[Any]]) -> None:
     model = embedder_class(threads=1, batch_size=4)
     assert model.load_seconds is None
     assert model.dimensions == 384
@@ -63,14 +64,14 @@ def test_construction_is_lazy(embedder_class: type[Any]) -> None:
     assert model.load_seconds is None
 
 
-def test_empty_input_needs_no_model(embedder_class: type[Any], tmp_path: Path) -> None:
+def test_empty_input_needs_no_model(embedder_class: type[LazyMiniLM[Any]], tmp_path: Path) -> None:
     model = embedder_class(tmp_path / "nowhere")
     out = model.embed([])
     assert out.shape == (0, 384) and out.dtype == np.float32
     assert model.load_seconds is None
 
 
-def test_rejects_bad_arguments(embedder_class: type[Any]) -> None:
+def test_rejects_bad_arguments(embedder_class: type[LazyMiniLM[Any]]) -> None:
     with pytest.raises(ValueError):
         embedder_class(batch_size=0)
     with pytest.raises(ValueError):

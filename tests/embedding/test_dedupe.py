@@ -26,7 +26,8 @@ class CountingEmbedder:
         self.seen.extend(texts)
         rows = [np.random.default_rng(sum(map(ord, t)) + len(t)).normal(size=8) for t in texts]
         out = np.array(rows, dtype=np.float32).reshape(len(texts), 8)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+        normalised: npt.NDArray[np.float32] = out / np.linalg.norm(out, axis=1, keepdims=True)
+        return normalised
 
     def warm_up(self) -> None:
         self.seen.append("<warm>")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
@@ -288,9 +289,9 @@ class _Unnamed:
     def __init__(self) -> None:
         self.calls = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.calls += 1
-        return np.ones((len(texts), 3), dtype=np.float32) / np.sqrt(3)
+        return np.full((len(texts), 3), 1 / np.sqrt(3), dtype=np.float32)
 
 
 class _Named(_Unnamed):

@@ -35,7 +35,7 @@ def test_cpu_flag_detection(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cpu_has_native_bf16()
     monkeypatch.setattr(_torch_bf16, "_cpu_flags", lambda: frozenset({"avx512f", "avx2"}))
     assert not cpu_has_native_bf16()
-    assert isinstance(_torch_bf16._cpu_flags.__call__(), frozenset)
+    assert isinstance(_torch_bf16._cpu_flags(), frozenset)
 
 
 @pytest.mark.embedder

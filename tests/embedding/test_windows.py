@@ -17,7 +17,7 @@ from knowledgepulse.embedding import (
     choose_embedder,
     select_embedder,
 )
-from knowledgepulse.embedding._minilm import MiniLMTokenizer, resolve_model_dir
+from knowledgepulse.embedding._minilm import LazyMiniLM, MiniLMTokenizer, resolve_model_dir
 from knowledgepulse.embedding._windows import (
     CHUNK_CHARS,
     WHOLE_TEXT_CHARS,
@@ -127,7 +127,7 @@ def test_resolve_windowing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_embedders_carry_their_windowing(
-    embedder_class: type[Any], monkeypatch: pytest.MonkeyPatch
+    embedder_class: type[LazyMiniLM[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(WINDOWING_ENV, raising=False)
     assert embedder_class().windowing == "whole"

@@ -336,9 +336,10 @@ def test_tau_bench_sample_records() -> None:
     failing = next(t for t in traces if t.id.endswith("task-0:trial-0"))
     kinds = [s.type for s in failing.steps]
     index = kinds.index("error_recovery")
-    assert failing.steps[index - 1].content is not None
-    assert failing.steps[index - 1].content.startswith("Error: payment amount does not add up")
-    assert failing.steps[index].tool is not None and failing.steps[index].tool.name == "think"
+    failed, recovery = failing.steps[index - 1], failing.steps[index]
+    assert failed.content is not None
+    assert failed.content.startswith("Error: payment amount does not add up")
+    assert recovery.tool is not None and recovery.tool.name == "think"
 
 
 @pytest.mark.skipif(not TAU_CORPUS.exists(), reason="tau-bench corpus not present")

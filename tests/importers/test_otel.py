@@ -192,7 +192,7 @@ def test_error_status_fails_the_trace_and_several_ids() -> None:
 
 
 def test_console_exporter_spans_and_flattened_prompt() -> None:
-    spans = [
+    spans: list[dict[str, Any]] = [
         {
             "name": "openai.chat",
             "context": {"trace_id": "0x5b8aa5a2d2c872e8321cf37308d69df2", "span_id": "0x1"},

@@ -57,7 +57,7 @@ def openai_agent(client: openai.OpenAI, **extra: Any) -> str:
 
 
 async def anthropic_agent(client: anthropic.AsyncAnthropic, question: str) -> str:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    messages: list[anthropic.types.MessageParam] = [{"role": "user", "content": question}]
     while True:
         response = await client.messages.create(
             model="claude-test",
@@ -135,7 +135,7 @@ def test_concurrent_async_anthropic_runs_do_not_mix(server: ModelServer) -> None
             await anthropic_agent(client, question)
         return run
 
-    async def both() -> list[knowledgepulse.CapturedRun]:
+    async def both() -> tuple[knowledgepulse.CapturedRun, knowledgepulse.CapturedRun]:
         return await asyncio.gather(one("Lisbon weather?"), one("Porto weather?"))
 
     first, second = asyncio.run(both())
@@ -161,7 +161,7 @@ def test_a_failed_model_call_is_a_failed_observation_then_recovery(server: Model
     assert steps[0][2] is not None and steps[0][2].startswith(
         "model call failed: InternalServerError: Error code: 500"
     )
-    assert run.trace.steps[0].is_error is True
+    assert (run.trace.steps[0].model_extra or {}).get("is_error") is True
     assert steps[1] == ("error_recovery", None, "Let me look up the forecast.")
     assert steps[2:] == EXPECTED_STEPS[1:]
     assert [step.step_id for step in run.trace.steps] == list(range(7))

@@ -57,7 +57,7 @@ def test_recalled_examples_reach_the_system_message(server: ModelServer, tmp_pat
                for m in systems)  # fmt: skip
     recorded = run.calls[0].request["messages"][0]
     assert recorded == {"role": "system", "content": "You answer weather questions."}
-    assert "Worked examples" not in run.trace.to_json()
+    assert run.trace is not None and "Worked examples" not in run.trace.to_json()
     kb.close()
 
 

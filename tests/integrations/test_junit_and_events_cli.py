@@ -173,7 +173,7 @@ def test_junit_has_a_case_per_case_and_the_gates_and_fits_the_schema(
     )
     rejected = typo.find("error")
     assert rejected is not None and rejected.get("type") == "CaseError"
-    assert typo.get("name").endswith("cases.jsonl:4")
+    assert (typo.get("name") or "").endswith("cases.jsonl:4")
     assert "did you mean 'final_state'" in (rejected.text or "")
     assert [
         (case.get("name"), [child.tag for child in case]) for case in gates.findall("testcase")

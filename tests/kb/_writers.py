@@ -19,7 +19,7 @@ def task(i: int) -> str:
     return f"task {i}: " + " ".join(f"w{i}x{k}" for k in range(8))
 
 
-def contribute(location: str, worker: int, shared: int, own: int = 0) -> list[str]:
+def contribute(location: str, worker: int, shared: int, own: int = 0) -> list[str | None]:
     """Score copies of the same ``shared`` tasks and ``own`` tasks nobody else has; keep what
     is novel. Returns the ids this writer added."""
     import knowledgepulse as kp

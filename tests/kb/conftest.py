@@ -28,7 +28,7 @@ def postgres_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     try:
         with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set"
             warnings.simplefilter("ignore")
-            import pgserver
+            from pgserver.postgres_server import get_server
         import psycopg  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"PostgreSQL tests need pgserver and psycopg ({exc})")
@@ -37,7 +37,7 @@ def postgres_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     folder = Path(tempfile.mkdtemp(prefix="knowledgepulse-pg-"))
     folder.chmod(0o755)
     try:
-        server = pgserver.get_server(folder / "data", cleanup_mode="stop")
+        server = get_server(folder / "data", cleanup_mode="stop")
     except Exception as exc:
         detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or ""
         if isinstance(detail, bytes):

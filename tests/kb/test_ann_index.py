@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from knowledgepulse.kb._index import EXPANSION_SEARCH, VectorIndex
@@ -18,9 +19,10 @@ def _usearch() -> None:
     pytest.importorskip("usearch")
 
 
-def _rows(n: int) -> np.ndarray:
+def _rows(n: int) -> npt.NDArray[np.float32]:
     rows = np.random.default_rng(5).standard_normal((n, 16)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    normalised: npt.NDArray[np.float32] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return normalised
 
 
 def test_a_new_and_a_reloaded_graph_search_with_the_measured_expansion(tmp_path: Path) -> None:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import knowledgepulse as kp
 from _helpers import HashingEmbedder, make_trace
 from knowledgepulse.kb import ApiKey, EmbeddingIdentity, StoredTrace, Viewer, open_knowledge_base
+from knowledgepulse.kb._sql import SQLKnowledgeBase
 
 IDENTITY = EmbeddingIdentity(model="hashing", dimensions=384, windowing="whole")
 
 
 def stored(
-    trace_id: str, visibility: str, owner: str, org: str | None, **parts: str
+    trace_id: str, visibility: str, owner: str, org: str | None, **parts: Any
 ) -> StoredTrace:
-    trace = make_trace(trace_id=trace_id, **parts)  # type: ignore[arg-type]
+    trace = make_trace(trace_id=trace_id, **parts)
     trace["metadata"]["visibility"] = visibility
     vector = HashingEmbedder().embed([kp.parse_trace(trace).embedding_text])[0]
     score = float(len(trace_id)) / 100
@@ -41,6 +44,7 @@ def test_a_key_is_stored_hashed_verified_and_revoked(kb_location: str) -> None:
             kb.create_api_key("ci", "read")
         with pytest.raises(ValueError, match="scope must be one of read, contribute, admin"):
             kb.create_api_key("other", "owner")
+        assert isinstance(kb, SQLKnowledgeBase)  # both backends: the raw rows are readable
         rows = kb._select("SELECT hash FROM api_keys")
         assert secret not in str(rows)
         assert kb.revoke_api_key("ci") is True
@@ -120,7 +124,9 @@ def test_listing_stats_and_search_show_only_what_the_viewer_may_see(kb_location:
         assert kb.visible_stats(carol)["traces"] == 1
         assert kb.visible_stats(alice)["by_domain"] == {"code-review": 2, "finance": 1}
 
-        query = kb.get("kp:trace:private-b").vector
+        private_b = kb.get("kp:trace:private-b")
+        assert private_b is not None
+        query = private_b.vector
         assert [hit.id for hit in kb.search_visible(query, 2, carol)] == ["kp:trace:net"]
         assert kb.search_visible(query, 1, bob)[0].id == "kp:trace:private-b"
         assert "kp:trace:private-b" not in [hit.id for hit in kb.search_visible(query, 4, alice)]
@@ -141,7 +147,9 @@ def test_a_search_for_a_viewer_looks_through_a_bounded_window(
                 stored("kp:trace:b", "network", "b", None, objective="gamma"),
             ]
         )
-        query = kb.get("kp:trace:a1").vector
+        a1 = kb.get("kp:trace:a1")
+        assert a1 is not None
+        query = a1.vector
         # The two nearest are a's: within a window of 2, another viewer finds nothing.
         assert kb.search_visible(query, 1, Viewer("c")) == []
         assert [hit.id for hit in kb.search_visible(query, 3, Viewer("a"))] == [

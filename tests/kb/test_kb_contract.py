@@ -6,10 +6,11 @@ The backend comes from the ``kb_location`` fixture in ``conftest.py``.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
-from _helpers import HashingEmbedder, make_trace
+from _helpers import HashingEmbedder, approx_float, make_trace
 from knowledgepulse.kb import (
     EmbeddingIdentity,
     KnowledgeBase,
@@ -32,9 +33,10 @@ def traces(n: int, prefix: str = "kp:trace:") -> list[dict[str, object]]:
     ]
 
 
-def unit(seed: int, dims: int = 384) -> np.ndarray:
+def unit(seed: int, dims: int = 384) -> npt.NDArray[np.float32]:
     row = np.random.default_rng(seed).normal(size=dims).astype(np.float32)
-    return row / np.linalg.norm(row)
+    normalised: npt.NDArray[np.float32] = row / np.linalg.norm(row)
+    return normalised
 
 
 def test_a_new_base_takes_the_identity_and_refuses_another(kb_location: str) -> None:
@@ -57,12 +59,13 @@ def test_the_base_records_which_embedders_made_its_vectors(
     onnx = EmbeddingIdentity("m", 384, "whole", ("m (onnx fp32)",))
     bf16 = EmbeddingIdentity("m", 384, "whole", ("m (openvino bf16)",))
     with open_knowledge_base(kb_location, onnx) as kb:
-        assert kb.identity.embedders == ("m (onnx fp32)",)
+        assert kb.identity is not None and kb.identity.embedders == ("m (onnx fp32)",)
     with caplog.at_level("WARNING", logger="knowledgepulse"):
         with open_knowledge_base(kb_location, onnx):
             pass
         assert caplog.records == []  # the same embedder again: nothing to say
         with open_knowledge_base(kb_location, bf16) as kb:
+            assert kb.identity is not None
             assert kb.identity.embedders == ("m (onnx fp32)", "m (openvino bf16)")
     assert [r.getMessage() for r in caplog.records] == [
         f"{kb.location}: its vectors were made by m (onnx fp32); this run adds vectors made "
@@ -79,7 +82,7 @@ def test_nearest_then_add_sees_stored_and_earlier_rows(kb_location: str) -> None
         assert first[0] is None
         assert first[1] is not None and first[1].id == "a"
         again = kb.nearest_then_add_many(np.stack([unit(2), unit(3)]), ["b2", "c"])
-        assert again[0] == kp.Nearest("b", pytest.approx(1.0, abs=1e-5))
+        assert again[0] == kp.Nearest("b", approx_float(1.0, abs=1e-5))
         assert again[1] is not None and again[1].id in {"a", "b", "b2"}
         assert len(kb) == 4
 
@@ -100,7 +103,8 @@ def test_admit_decides_what_is_stored(kb_location: str) -> None:
         assert [i for i, _ in seen] == [0, 1, 2]
         assert found[2] is not None and (found[2].id, round(found[2].similarity, 5)) == ("t0", 1.0)
         assert len(kb) == 2 and kb.get("t1") is None
-        assert kb.get("t2") is not None and kb.get("t2").trace == {"i": 2}
+        stored = kb.get("t2")
+        assert stored is not None and stored.trace == {"i": 2}
 
 
 def test_scoring_twice_adds_nothing_and_new_ids_find_their_originals(kb_location: str) -> None:
@@ -147,7 +151,7 @@ def test_reading_a_base(kb_location: str) -> None:
         assert stored.record is not None and stored.record["schema"] == "knowledgepulse.score/1"
         assert stored.vector.shape == (384,)
         hits = kb.search(stored.vector, 3)
-        assert hits[0] == kp.kb.Hit("kp:trace:3", pytest.approx(1.0, abs=1e-5))
+        assert hits[0] == kp.kb.Hit("kp:trace:3", approx_float(1.0, abs=1e-5))
         assert [h.id for h in kb.similar("kp:trace:3", 2)] != [] and "kp:trace:3" not in [
             h.id for h in kb.similar("kp:trace:3", 2)
         ]

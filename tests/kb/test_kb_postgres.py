@@ -7,9 +7,11 @@ import socket
 import sys
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
+from _helpers import approx_float
 from knowledgepulse._errors import MissingDependencyError
 from knowledgepulse.kb import (
     EmbeddingIdentity,
@@ -26,9 +28,10 @@ IDENTITY = EmbeddingIdentity(model="hashing", dimensions=384, windowing="whole")
 SECRET = "hunter2-s3cret"
 
 
-def unit(seed: int, dims: int = 384) -> np.ndarray:
+def unit(seed: int, dims: int = 384) -> npt.NDArray[np.float32]:
     row = np.random.default_rng(seed).normal(size=dims).astype(np.float32)
-    return row / np.linalg.norm(row)
+    normalised: npt.NDArray[np.float32] = row / np.linalg.norm(row)
+    return normalised
 
 
 def closed_port() -> int:
@@ -136,7 +139,7 @@ def test_the_hnsw_index_answers_under_ann_and_past_the_threshold_under_auto(
     with open_knowledge_base(url, IDENTITY, index="ann") as kb:
         assert kb.add_many(items) == 40
         assert kb.stats().index == "ann"
-        assert kb.search(unit(7), 2)[0] == kp.kb.Hit("x7", pytest.approx(1.0, abs=1e-5))
+        assert kb.search(unit(7), 2)[0] == kp.kb.Hit("x7", approx_float(1.0, abs=1e-5))
         assert kb.check() == []
     with open_knowledge_base(url, IDENTITY, index="exact") as kb:
         assert kb.stats().index == "exact"
@@ -148,7 +151,7 @@ def test_the_hnsw_index_answers_under_ann_and_past_the_threshold_under_auto(
         kb.add_many(items[:29])
         assert kb.stats().index == "exact"
         found = kb.nearest_then_add_many(np.stack([unit(29), unit(3)]), ["x29", "again-3"])
-        assert found[1] == kp.Nearest("x3", pytest.approx(1.0, abs=1e-5))
+        assert found[1] == kp.Nearest("x3", approx_float(1.0, abs=1e-5))
         assert kb.stats().index == "ann"
         assert kb.similar("x29", 1)[0].id != "x29"
 

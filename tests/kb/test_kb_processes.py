@@ -64,7 +64,7 @@ def test_a_writer_killed_mid_run_leaves_a_sound_base(kb_location: str) -> None:
     process = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert process.stdout is not None
+    assert process.stdout is not None and process.stderr is not None
     assert process.stdout.readline().strip() == "started", process.stderr.read()
     time.sleep(0.3)
     os.kill(process.pid, signal.SIGKILL)

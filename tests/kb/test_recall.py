@@ -20,7 +20,7 @@ from knowledgepulse.kb import (
 )
 from knowledgepulse.kb._recall import render_steps, search_similar
 
-STEPS = [
+STEPS: list[dict[str, Any]] = [
     {"type": "thought", "content": "Find the booking first."},
     {"type": "tool_call", "tool": {"name": "get_booking"}, "input": {"ref": "ABC123"}},
     {"type": "observation", "content": "Booking ABC123: cancelled flight LIS-OPO."},
@@ -110,7 +110,8 @@ def test_a_viewer_finds_only_what_it_may_see(tmp_path: Path) -> None:
         Scorer(embedder, memory=kb, remember="all").score_many(
             [hidden, _trace("kp:trace:open", "Change a seat")]
         )
-        assert kb.get("kp:trace:private").visibility == "private"
+        private = kb.get("kp:trace:private")
+        assert private is not None and private.visibility == "private"
         # Stored without an owner: only a viewer who sees all finds it, and it takes no place.
         seen = search_similar(kb, embedder, "Refund a cancelled flight", viewer=Viewer("k2"))
         assert [hit.id for hit in seen] == ["kp:trace:open"]

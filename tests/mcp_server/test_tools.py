@@ -10,23 +10,30 @@ import anyio
 import pytest
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent, TextResourceContents
 
 from service.conftest import trace
 
 from .conftest import MAX_STEPS, Transport
 
 
+def first_text(result: CallToolResult) -> str:
+    """The text of an answer's first block: the tools answer in text (JSON, or the error)."""
+    block = result.content[0]
+    assert isinstance(block, TextContent), block
+    return block.text
+
+
 async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
     result = await session.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    return json.loads(result.content[0].text)
+    assert not result.is_error, first_text(result)
+    return json.loads(first_text(result))
 
 
 async def refused(session: ClientSession, tool: str, arguments: dict[str, Any]) -> str:
     result = await session.call_tool(tool, arguments)
     assert result.is_error
-    text: str = result.content[0].text
-    return text
+    return first_text(result)
 
 
 def test_tools_are_listed_with_when_to_call_them(transport: Transport) -> None:
@@ -40,11 +47,12 @@ def test_tools_are_listed_with_when_to_call_them(transport: Transport) -> None:
                 "search",
                 "fetch",
             }
-            assert tools["search_traces"].description.startswith("Call this BEFORE starting")
-            assert tools["contribute_trace"].description.startswith("Call this AFTER finishing")
-            assert tools["get_trace"].description.startswith("Call this when a search hit")
-            assert tools["search"].description.startswith("Call this to find stored agent runs")
-            assert tools["fetch"].description.startswith("Call this with an id that search")
+            described = {name: tool.description or "" for name, tool in tools.items()}
+            assert described["search_traces"].startswith("Call this BEFORE starting")
+            assert described["contribute_trace"].startswith("Call this AFTER finishing")
+            assert described["get_trace"].startswith("Call this when a search hit")
+            assert described["search"].startswith("Call this to find stored agent runs")
+            assert described["fetch"].startswith("Call this with an id that search")
             schema = tools["search_traces"].input_schema
             assert schema["required"] == ["query"] and schema["additionalProperties"] is False
             assert schema["properties"]["limit"]["default"] == 5
@@ -112,7 +120,9 @@ def test_contribute_search_get_fetch_and_duplicates(transport: Transport) -> Non
             fetched = await call(session, "fetch", id="kp:trace:a1")
             assert fetched["text"].startswith(f"Task: {objective}\nSteps:\n1. thought: Plan")
             read = await session.read_resource("kp://trace/kp:trace:a1")
-            assert json.loads(read.contents[0].text)["trace"]["task"]["objective"] == objective
+            resource = read.contents[0]
+            assert isinstance(resource, TextResourceContents)
+            assert json.loads(resource.text)["trace"]["task"]["objective"] == objective
 
     anyio.run(scenario)
 

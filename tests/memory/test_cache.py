@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -229,7 +230,7 @@ def test_scorer_from_8_threads_matches_a_sequential_order() -> None:
     results: dict[str, kp.ValueScore] = {}
     lock = threading.Lock()
 
-    def work(chunk: list[dict]) -> None:
+    def work(chunk: list[dict[str, Any]]) -> None:
         for trace in chunk:
             value = scorer.score(trace)
             with lock:

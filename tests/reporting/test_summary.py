@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from _helpers import approx_float
 from knowledgepulse.records import ScoreRecord, Weights
 from knowledgepulse.reporting import DomainStats, ScoreSummary, score_bin
 
@@ -59,8 +60,8 @@ def test_figures() -> None:
     assert summary.passed_histogram() == [0, 0, 0, 0, 0, 0, 2, 1, 0, 1]
     assert summary.bin_edges() == [i / 10 for i in range(11)]
     assert summary.domains() == [
-        DomainStats("code", 3, pytest.approx(1.6 / 3), 2),
-        DomainStats("finance", 2, pytest.approx(0.4), 1),
+        DomainStats("code", 3, approx_float(1.6 / 3), 2),
+        DomainStats("finance", 2, approx_float(0.4), 1),
         DomainStats("medical", 1, 1.0, 1),
     ]
 

@@ -15,7 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is 3.11+
 
 
 @dataclass
@@ -43,7 +46,14 @@ def completion(
     )
 
 
-def structured(verdict: str, reasoning: str = "Because.", **tokens: int) -> Reply:
+class Tokens(TypedDict, total=False):
+    """The token counts a scripted completion reports (:func:`completion`'s defaults else)."""
+
+    prompt: int
+    completion: int
+
+
+def structured(verdict: str, reasoning: str = "Because.", **tokens: Unpack[Tokens]) -> Reply:
     return completion(json.dumps({"reasoning": reasoning, "verdict": verdict}), **tokens)
 
 

@@ -163,5 +163,6 @@ def test_a_rubric_of_ready_checks_grades_a_trace() -> None:
     result = rubric.evaluate(SUPPORT)
     assert result.failed == ["confident"]
     assert result.score == 0.9
+    assert result.outcome_type is not None
     assert result.outcome_type.value == "successful_completion"
     assert rubric.gate_description == "the trace reports success"

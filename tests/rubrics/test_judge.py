@@ -45,10 +45,12 @@ def make_model(server: ScriptedServer, tmp_path: Path) -> Iterator[ModelFactory]
     made: list[JudgeModel] = []
 
     def make(**settings: Any) -> JudgeModel:
-        settings = {"base_url": server.url, "cache_dir": tmp_path / "cache", "backoff": 0.001} | (
-            settings
-        )
-        model = JudgeModel("judge-test", **settings)
+        defaults: dict[str, Any] = {
+            "base_url": server.url,
+            "cache_dir": tmp_path / "cache",
+            "backoff": 0.001,
+        }
+        model = JudgeModel("judge-test", **(defaults | settings))
         made.append(model)
         return model
 

@@ -359,6 +359,7 @@ def test_example_data_set_scores() -> None:
             case.final_state, case.ground_truth, case.conversation_trace, case_id=case.case_id
         )
         assert result.score == score, case.case_id
+        assert result.outcome_type is not None, case.case_id
         assert result.outcome_type.value == outcome, case.case_id
         assert set(result.passed) == passed, case.case_id
         assert result.errors == {}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -205,7 +207,7 @@ def test_tau_bench_keeps_a_few_attempts_per_task_whatever_the_order() -> None:
     assert all(g.kept in kept for g in reference.groups if not g.stored)
     # Groups hold together: at the default threshold the pairs grouped together are attempts
     # of the same task (measured 0.930; at the old 0.9 it was 0.096, one group of 45).
-    task = {t.id: t.metadata.model_extra["kp_import"]["task"] for t in traces}
+    task = {t.id: (t.metadata.model_extra or {})["kp_import"]["task"] for t in traces}
     pairs = [
         (a, b)
         for g in reference.groups
@@ -225,9 +227,10 @@ class _TableEmbedder:
         self.table = table
         self.dimensions = len(next(iter(table.values())))
 
-    def embed(self, texts: Any) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         rows = np.asarray([self.table[t] for t in texts], dtype=np.float32)
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        normalised: npt.NDArray[np.float32] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return normalised
 
 
 def _pile_of_vectors(vectors: list[list[float]], confidences: list[float]) -> tuple[list[Any], Any]:

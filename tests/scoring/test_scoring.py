@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -327,11 +330,10 @@ def test_value_always_in_unit_interval(
 
 
 class NaNEmbedder:
+    name = "nan"
     dimensions = 4
 
-    def embed(self, texts: list[str]) -> Any:
-        import numpy as np
-
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return np.full((len(texts), 4), np.nan, dtype=np.float32)
 
 

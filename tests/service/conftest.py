@@ -40,7 +40,7 @@ def trace(
     of different ids are novel against each other and the same words are a duplicate)."""
     own = trace_id.rsplit(":", 1)[-1].replace("-", "")
     text = words if words is not None else " ".join(f"{own}w{k}" for k in range(6))
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "thought", "content": f"Plan {text}"},
         {"type": "tool_call", "tool": {"name": "search"}, "input": {"q": text}},
         {"type": "observation", "content": f"Found {text}"},

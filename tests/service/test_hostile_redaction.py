@@ -98,7 +98,7 @@ def test_a_secret_contributed_at_any_path_is_not_stored(serve: Serve) -> None:
     rng = random.Random(22)
     tool_paths = [p for p in paths if "tool" in p[1]]
     planted: dict[str, tuple[str, str, Any]] = {}
-    traces = []
+    traces: list[dict[str, Any]] = []
     for kind, value, text in secrets_of_every_kind(seed=7):
         for how, path in tool_paths + rng.sample(paths, 8):
             if how == "number" and kind != "card":

@@ -28,7 +28,7 @@ CRITERIA = {"found_vulnerability": 0.5, "cited_file": 0.3, "proposed_fix": 0.2}
 
 
 def trace_dicts() -> list[dict[str, Any]]:
-    finance_steps = [
+    finance_steps: list[dict[str, Any]] = [
         {"type": "thought", "content": "Pull the quarterly revenue and margins"},
         {"type": "tool_call", "tool": {"name": "financial_data_api"}, "input": {"ticker": "TSM"}},
         {"type": "observation", "content": "Revenue up 14% year on year"},

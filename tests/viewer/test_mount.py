@@ -12,16 +12,19 @@ def test_the_three_files_are_in_the_static_dir() -> None:
 
 
 def test_mounted_at_the_root_after_the_api_routes() -> None:
-    fastapi = pytest.importorskip("fastapi", reason="fastapi (kp serve's dependency) is missing")
-    testclient = pytest.importorskip("fastapi.testclient", reason="httpx is missing")
-    app = fastapi.FastAPI()
+    pytest.importorskip("fastapi", reason="fastapi (kp serve's dependency) is missing")
+    pytest.importorskip("fastapi.testclient", reason="httpx is missing")
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    app = FastAPI()
 
     @app.get("/v1/stats")
     def stats() -> dict[str, int]:
         return {"traces": 0}
 
     mount_viewer(app)
-    client = testclient.TestClient(app)
+    client = TestClient(app)
 
     page = client.get("/")
     assert page.status_code == 200

@@ -102,7 +102,8 @@ def _fewer_collections() -> Iterator[None]:
 
     A batch command holds a few batches of validated records (hundreds of objects each) at a
     time; they hold no cycles and are freed by reference counting, yet at the default
-    thresholds the collector keeps rescanning them: 30% of ``kp score --no-embed``'s time.
+    thresholds the collector keeps rescanning them, a large share of ``kp score --no-embed``'s
+    time.
     What is loaded before the command runs (modules, the schemas) is frozen out of the scans.
     """
     previous = gc.get_threshold()

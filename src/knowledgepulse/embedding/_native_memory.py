@@ -27,8 +27,8 @@ def release_freed_memory() -> None:
 
     The runtimes allocate and free large, differently sized buffers for every batch; glibc
     keeps what they free in its heaps, so a long ``kp score`` run's resident memory crept up
-    batch after batch (~10 MiB over 500 texts with OpenVINO). ``malloc_trim`` after each call
-    returns it, for a fraction of a millisecond against the seconds a batch takes.
+    batch after batch. ``malloc_trim`` after each call returns it, for far less time than a
+    batch takes.
     """
     global _trim, _trim_looked_up
     if not _trim_looked_up:

@@ -39,8 +39,8 @@ _RUNTIME_MODULES = ("onnxruntime", "tokenizers", "safetensors")
 _FEATURE = "The MiniLM embedder"
 # Padded tokens per inference call: ONNX Runtime's arena keeps the largest call's buffers (the
 # attention scores alone take 12 x width^2 floats per window), so full 256-token windows go 4
-# at a time. Peak RSS of loading plus embedding long windows: 293 MiB at 2048 tokens, 257 MiB
-# at 1024, 256 MiB at 512.
+# at a time: the peak memory of embedding long windows grows with a larger budget and hardly
+# falls with a smaller one.
 _MAX_BATCH_TOKENS = 1024
 
 
@@ -128,8 +128,8 @@ class _LoadedMiniLM:
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
         out = np.empty((len(ids), ARCHITECTURE.hidden), dtype=np.float32)
         # One padded width per window length, and never a call of one window: ONNX Runtime
-        # computes a lone row with other kernels than rows of a batch (measured: up to 7e-8
-        # apart), so a lone window is run beside a copy of itself. A window's vector then
+        # computes a lone row with other kernels than rows of a batch (its last bits differ),
+        # so a lone window is run beside a copy of itself. A window's vector then
         # depends on the window alone, whatever batch it comes in.
         for chunk, width in fixed_shape_batches(
             lengths, batch_size, _MAX_BATCH_TOKENS, self.tokenizer.window_length

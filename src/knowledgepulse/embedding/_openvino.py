@@ -5,8 +5,8 @@ the other embedders read (the weights become constants, so the graph compiler fo
 repacks them), then compiled for the CPU. On a CPU with native bf16 dot products it is
 compiled with ``INFERENCE_PRECISION_HINT=bf16``: OpenVINO's oneDNN kernels (AMX tiles where
 present) run the matmuls and the fused attention in bf16; embeddings stay within
-1 - cos < 1e-4 of sentence-transformers fp32 (measured: 3e-5 at worst). Elsewhere it runs in
-fp32 (emulated bf16 would be slower).
+1 - cos < 1e-4 of sentence-transformers fp32. Elsewhere it runs in fp32 (emulated bf16 would
+be slower).
 
 Only ``openvino`` (the ``openvino`` extra) on top of the ``embed`` extra's tokenizers and
 safetensors; it is imported only when a model loads.
@@ -51,7 +51,7 @@ _RUNTIME_MODULES = ("openvino", "tokenizers", "safetensors")
 _HIDDEN = ARCHITECTURE.hidden
 _HEADS = ARCHITECTURE.heads
 # Padded tokens per inference call. OpenVINO keeps the buffers of the largest call; 2,048
-# embedded realistic traces as fast as 4,096 (17-18 texts/s both) with 23 MiB less at the peak.
+# embeds realistic traces as fast as 4,096 does, with a lower peak.
 _DEFAULT_MAX_BATCH_TOKENS = 2048
 
 

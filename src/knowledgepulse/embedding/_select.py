@@ -164,8 +164,9 @@ def _choose_automatically(bulk: bool, windowing: Windowing) -> EmbedderChoice:
         _warn_not_installed(f"missing {missing}; {INSTALL_HINT}")
         return EmbedderChoice(None, "none", f"embedder not installed (missing {missing})")
     # OpenVINO bf16 first, for single traces and bulk runs alike: on CPUs with native bf16 it
-    # was the fastest runtime measured (1.4-2.8x torch bf16 in bulk, several times onnxruntime
-    # fp32) and the lightest in memory after onnxruntime (no torch to load: docs/embeddings.md).
+    # was the fastest runtime measured (ahead of torch bf16 in bulk and of onnxruntime fp32)
+    # and the lightest in memory after onnxruntime (no torch to load). The figures are in
+    # docs/embeddings.md and docs/performance.md, from `python -m benchmarks`.
     why_not = _openvino_unsuitable()
     if why_not is None:
         return EmbedderChoice(

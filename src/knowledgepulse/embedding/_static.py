@@ -14,7 +14,7 @@ A text's vector is the mean of its tokens' rows ([UNK] left out), L2-normalised.
 text is tokenised, in pieces of 16,384 characters cut at whitespace, with no 256-token cut:
 the static pass sees every token MiniLM's windows see, and more.
 
-The table is built on first use (about 15 seconds on 2 cores) or by ``kp static-model``, and
+The table is built once, on first use or by ``kp static-model``, and
 cached under ``$KNOWLEDGEPULSE_STATIC_MODEL_DIR`` (default
 ``$XDG_CACHE_HOME/knowledgepulse/static``, else ``~/.cache/knowledgepulse/static``) as a
 ``.npy`` table and a ``.json`` card with the recipe's version, the SHA-256 of the MiniLM files

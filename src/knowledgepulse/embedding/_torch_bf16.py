@@ -2,8 +2,10 @@
 
 Same model, tokenizer, windows and output as :class:`~knowledgepulse.embedding.MiniLMEmbedder`
 (mean pooling + L2 normalisation), but the encoder runs in bfloat16: the weights are cast once
-at load, the embeddings LayerNorm, pooling and normalisation stay in float32. On CPUs with native bf16 dot products (``avx512_bf16`` or AMX) oneDNN's bf16 GEMMs run
-3-8x faster than fp32 ones; embeddings stay within 1 - cos < 2e-4 of sentence-transformers fp32.
+at load, the embeddings LayerNorm, pooling and normalisation stay in float32. On CPUs with
+native bf16 dot products (``avx512_bf16`` or AMX) oneDNN's bf16 GEMMs run several times faster
+than fp32 ones (docs/performance.md); embeddings stay within 1 - cos < 2e-4 of
+sentence-transformers fp32.
 
 The encoder is written out by hand (about 30 lines of torch ops) so neither ``transformers`` nor
 ``sentence-transformers`` is needed; only ``torch`` (the ``fast`` extra) on top of the ``embed``
@@ -51,8 +53,8 @@ _HIDDEN = ARCHITECTURE.hidden
 _HEADS = ARCHITECTURE.heads
 _EPS = ARCHITECTURE.eps
 # Padded tokens per batch: keeps GEMMs big for short texts and attention cache-friendly for long
-# ones. Throughput at 1024..8192 is within noise on a 2-core Zen 5 and on 2 Sapphire Rapids
-# cores (AMX); peak RSS of embedding long windows is not: 508 MiB at 4096, 448 at 2048.
+# ones. A larger budget does not raise throughput (AMX and AVX512-BF16 alike) but does raise
+# the peak memory of embedding long windows.
 _DEFAULT_MAX_BATCH_TOKENS = 2048
 # Rows the pre-packed weights are laid out for (oneDNN picks the AMX tile blocking by it).
 _PACK_ROWS = _DEFAULT_MAX_BATCH_TOKENS
@@ -182,9 +184,9 @@ class _LoadedBf16:
             )
         self._fused = self._probe_fused_linear()
         self.cpu_path = bf16_cpu_path()
-        # On AMX, oneDNN otherwise reorders every weight into tile layout on every call:
-        # pre-packing once gave +10-30% batch throughput on 2 Sapphire Rapids cores. Not
-        # measured on AVX512-BF16 CPUs, which keep the plain layout.
+        # On AMX, oneDNN otherwise reorders every weight into tile layout on every call, so
+        # pre-packing once raises batch throughput. AVX512-BF16 CPUs keep the plain layout
+        # (pre-packing was not measured there).
         self.prepacked = self._fused and self.cpu_path.name == "amx" and self._prepack()
 
     def _probe_fused_linear(self) -> bool:

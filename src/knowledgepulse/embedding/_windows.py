@@ -55,7 +55,7 @@ Windowing = Literal["whole", "first_window"]
 WINDOWINGS: tuple[Windowing, ...] = ("whole", "first_window")
 WINDOWING_ENV = "KNOWLEDGEPULSE_WINDOWING"
 MAX_WINDOWS = 64
-# Texts up to this many characters are tokenised whole (about 0.1 s and 40 MB at most);
+# Texts up to this many characters are tokenised whole (time and tokenizer memory bounded);
 # 64 windows x 254 tokens x 16 characters per token, far more than prose or logs take.
 WHOLE_TEXT_CHARS = 262_144
 # Whole texts are tokenised in pieces of about this many characters, cut after whitespace,
@@ -260,7 +260,7 @@ def padded_width(length: int, max_length: int) -> int:
 
     Why a width that depends on the window alone: bf16 kernels (OpenVINO's fused attention)
     round differently for different padded widths, so a window padded to its batch's longest
-    got a vector that depended on its neighbours (2.2e-4 per component). Computed at a width
+    got a vector that depended on its neighbours. Computed at a width
     set by its own length, a window gets the same bits alone or in any batch. Why ``16k + 15``
     and not a power of two: the attention kernel walks keys in blocks of 16, and any width in
     the window's own block gives the bits of the unpadded window (measured on AVX512-BF16;

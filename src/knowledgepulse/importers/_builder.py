@@ -288,16 +288,55 @@ class TraceBuilder:
         if not self.steps:
             reason = "no agent steps (thoughts, tool calls or tool results) found"
             raise ConversionError("", self.no_steps_reason or reason)
+        # Each default taken is listed in ``defaulted``, in this order: objective, success,
+        # confidence, task_domain, created_at.
         defaulted: list[str] = []
         objective, objective_from = self._objective(options, defaulted)
         source_id = self.source_id or stable_hash(record)
-        if options.trace_id:
-            trace_id = options.trace_id
-            if not trace_id.startswith("kp:trace:"):
-                trace_id = f"kp:trace:{self.format}:{trace_id}"
-        else:
-            trace_id = f"kp:trace:{self.format}:{source_id}"
+        success, confidence = self._success_and_confidence(options, defaulted)
+        task_domain = options.task_domain
+        if task_domain is None:
+            task_domain = DEFAULT_TASK_DOMAIN
+            defaulted.append("task_domain")
+        metadata: dict[str, Any] = {
+            "created_at": self._created_at(options, defaulted),
+            "task_domain": task_domain,
+            "success": success,
+            "visibility": options.visibility or DEFAULT_VISIBILITY,
+            "privacy_level": options.privacy_level or DEFAULT_PRIVACY_LEVEL,
+            "kp_import": self._kp_import(options, source_id, defaulted, objective, objective_from),
+        }
+        if self.agent_id:
+            metadata["agent_id"] = self.agent_id
+        if self.ground_truth is not None:
+            metadata["ground_truth"] = self.ground_truth
+        data: dict[str, Any] = {
+            "@context": "https://openknowledgepulse.org/schema/v1",
+            "@type": "ReasoningTrace",
+            "id": self._trace_id(options, source_id),
+            "metadata": metadata,
+            "task": {"objective": objective},
+            "steps": self._step_dicts(),
+            "outcome": {"result_summary": self._result_summary(), "confidence": confidence},
+        }
+        try:
+            return ReasoningTrace.model_validate(data)
+        except TraceValidationError as exc:
+            raise ConversionError.from_validation(exc) from None
 
+    def _trace_id(self, options: ImportOptions, source_id: str) -> str:
+        """``options.trace_id`` (prefixed unless it is a ``kp:trace:`` id), else from the source."""
+        if not options.trace_id:
+            return f"kp:trace:{self.format}:{source_id}"
+        if options.trace_id.startswith("kp:trace:"):
+            return options.trace_id
+        return f"kp:trace:{self.format}:{options.trace_id}"
+
+    def _success_and_confidence(
+        self, options: ImportOptions, defaulted: list[str]
+    ) -> tuple[bool, float]:
+        """Success (the option, else the source, else True) and the confidence: the option,
+        else a default that is lower when success was not known."""
         if options.success is not None:
             success, success_known = options.success, True
         elif self.success is not None:
@@ -305,31 +344,39 @@ class TraceBuilder:
         else:
             success, success_known = True, False
             defaulted.append("success")
-
         if options.confidence is not None:
-            confidence = options.confidence
-        else:
-            confidence = DEFAULT_CONFIDENCE_KNOWN if success_known else DEFAULT_CONFIDENCE_UNKNOWN
-            defaulted.append("confidence")
+            return success, options.confidence
+        defaulted.append("confidence")
+        default = DEFAULT_CONFIDENCE_KNOWN if success_known else DEFAULT_CONFIDENCE_UNKNOWN
+        return success, default
 
-        task_domain = options.task_domain
-        if task_domain is None:
-            task_domain = DEFAULT_TASK_DOMAIN
-            defaulted.append("task_domain")
-
+    def _created_at(self, options: ImportOptions, defaulted: list[str]) -> Any:
+        """The option, else the earliest source timestamp, else the default (ISO 8601 text
+        where it is a datetime)."""
         created: Any = options.created_at or self.created_at
         if created is None:
             created = DEFAULT_CREATED_AT
             defaulted.append("created_at")
         if isinstance(created, datetime):
             created = created.isoformat()
+        return created
 
+    def _result_summary(self) -> str:
+        """The source's summary, else the last thought, else empty."""
         if self.result_summary is not None:
-            result_summary = self.result_summary
-        else:
-            thoughts = [s.content for s in self.steps if s.type == "thought" and s.content]
-            result_summary = thoughts[-1] if thoughts else ""
+            return self.result_summary
+        thoughts = [s.content for s in self.steps if s.type == "thought" and s.content]
+        return thoughts[-1] if thoughts else ""
 
+    def _kp_import(
+        self,
+        options: ImportOptions,
+        source_id: str,
+        defaulted: list[str],
+        objective: str,
+        objective_from: str,
+    ) -> dict[str, Any]:
+        """``metadata.kp_import``: where the trace came from and what was defaulted or given."""
         kp_import: dict[str, Any] = {
             "format": self.format,
             "source_id": source_id,
@@ -342,31 +389,7 @@ class TraceBuilder:
         if options.given:
             kp_import["overridden"] = options.given
         kp_import.update(self.info)
-        metadata: dict[str, Any] = {
-            "created_at": created,
-            "task_domain": task_domain,
-            "success": success,
-            "visibility": options.visibility or DEFAULT_VISIBILITY,
-            "privacy_level": options.privacy_level or DEFAULT_PRIVACY_LEVEL,
-            "kp_import": kp_import,
-        }
-        if self.agent_id:
-            metadata["agent_id"] = self.agent_id
-        if self.ground_truth is not None:
-            metadata["ground_truth"] = self.ground_truth
-        data: dict[str, Any] = {
-            "@context": "https://openknowledgepulse.org/schema/v1",
-            "@type": "ReasoningTrace",
-            "id": trace_id,
-            "metadata": metadata,
-            "task": {"objective": objective},
-            "steps": self._step_dicts(),
-            "outcome": {"result_summary": result_summary, "confidence": confidence},
-        }
-        try:
-            return ReasoningTrace.model_validate(data)
-        except TraceValidationError as exc:
-            raise ConversionError.from_validation(exc) from None
+        return kp_import
 
     def _objective(self, options: ImportOptions, defaulted: list[str]) -> tuple[str, str]:
         """The objective and where it came from; a defaulted one is listed in ``defaulted``."""

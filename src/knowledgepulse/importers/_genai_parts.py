@@ -1,5 +1,5 @@
-"""The message parts of the OTel GenAI conventions (``gen_ai.input.messages`` and
-``gen_ai.output.messages``), read into :class:`~._messages.Message`\\ s.
+r"""The message parts of the OTel GenAI conventions (``gen_ai.input.messages`` and
+``gen_ai.output.messages``), read into :class:`~._messages.Message`\ s.
 
 Parts: ``text`` and ``reasoning`` → text; ``tool_call`` and ``server_tool_call`` (a built-in
 tool such as code interpreter or web search) → tool call; ``tool_call_response`` and

@@ -169,16 +169,7 @@ def message_from_chat(obj: Any) -> Message | None:
         return Message(_ROLE_ALIASES[obj[0].lower()], content_parts(obj[1]))
     if not isinstance(obj, Mapping):
         return None
-    data: Mapping[str, Any] = obj
-    role: str | None = None
-    if data.get("lc") and isinstance(data.get("kwargs"), Mapping):
-        ident = data.get("id")
-        if isinstance(ident, list) and ident:
-            role = _LANGCHAIN_CLASSES.get(str(ident[-1]))
-        data = data["kwargs"]
-    raw_role = data.get("role") or data.get("type")
-    if role is None and isinstance(raw_role, str):
-        role = _ROLE_ALIASES.get(raw_role.lower())
+    role, data = _chat_role(obj)
     if role is None:
         return None
     parts: list[Part] = []
@@ -189,14 +180,40 @@ def message_from_chat(obj: Any) -> Message | None:
     if data.get("content") is None and isinstance(data.get("parts"), list):
         # OTel GenAI messages ({"role", "parts": [{"type": "text", "content": ...}]}).
         parts.extend(_genai_text_parts(data["parts"]))
+    # An AIMessage may hold a call twice: as a ``tool_use`` content block and in ``tool_calls``.
+    seen_ids = {p.call_id for p in parts if p.kind == "tool_call" and p.call_id}
+    parts.extend(_listed_tool_calls(data, seen_ids))
+    if role == "tool":
+        parts = _tool_results(data, parts)
+    return Message(role, parts)
+
+
+def _chat_role(obj: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
+    """The role of a chat message (None: not a message) and its fields: a serialised
+    LangChain message (``{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}``) is unwrapped."""
+    data = obj
+    role: str | None = None
+    if data.get("lc") and isinstance(data.get("kwargs"), Mapping):
+        ident = data.get("id")
+        if isinstance(ident, list) and ident:
+            role = _LANGCHAIN_CLASSES.get(str(ident[-1]))
+        data = data["kwargs"]
+    raw_role = data.get("role") or data.get("type")
+    if role is None and isinstance(raw_role, str):
+        role = _ROLE_ALIASES.get(raw_role.lower())
+    return role, data
+
+
+def _listed_tool_calls(data: Mapping[str, Any], seen_ids: set[str]) -> list[Part]:
+    """The calls in ``tool_calls`` / ``function_call`` (also under LangChain's
+    ``additional_kwargs``), less those whose id is in ``seen_ids``."""
     extra = data.get("additional_kwargs")
     extra = extra if isinstance(extra, Mapping) else {}
     calls = data.get("tool_calls") or extra.get("tool_calls") or []
     function_call = data.get("function_call") or extra.get("function_call")
     if isinstance(function_call, Mapping):
         calls = [*calls, {"function": function_call}]
-    # An AIMessage may hold a call twice: as a ``tool_use`` content block and in ``tool_calls``.
-    seen_ids = {p.call_id for p in parts if p.kind == "tool_call" and p.call_id}
+    parts: list[Part] = []
     for call in calls if isinstance(calls, (list, tuple)) else []:
         if not isinstance(call, Mapping) or (call.get("id") and call.get("id") in seen_ids):
             continue
@@ -211,20 +228,24 @@ def message_from_chat(obj: Any) -> Message | None:
                 arguments=parse_arguments(raw, "", lenient=True),
             )
         )
-    if role == "tool":
-        results = [p for p in parts if p.kind == "tool_result"]
-        if not results:
-            text = "\n".join(p.text for p in parts if p.kind == "text")
-            if not text and data.get("content") not in (None, "", []):
-                # A list of documents or records (a retriever's): kept as JSON, not lost.
-                text = content_text(data.get("content"), result=True)
-            results = [Part("tool_result", text=text)]
-        for part in results:
-            part.call_id = part.call_id or _opt_str(data.get("tool_call_id"))
-            part.name = part.name or _opt_str(data.get("name"))
-            part.failed = part.failed or data.get("status") == "error" or data.get("error") is True
-        parts = results
-    return Message(role, parts)
+    return parts
+
+
+def _tool_results(data: Mapping[str, Any], parts: list[Part]) -> list[Part]:
+    """A tool message's parts as results: its result parts, else one result of its text (or
+    of its content as JSON), with the message's call id, tool name and error flag."""
+    results = [p for p in parts if p.kind == "tool_result"]
+    if not results:
+        text = "\n".join(p.text for p in parts if p.kind == "text")
+        if not text and data.get("content") not in (None, "", []):
+            # A list of documents or records (a retriever's): kept as JSON, not lost.
+            text = content_text(data.get("content"), result=True)
+        results = [Part("tool_result", text=text)]
+    for part in results:
+        part.call_id = part.call_id or _opt_str(data.get("tool_call_id"))
+        part.name = part.name or _opt_str(data.get("name"))
+        part.failed = part.failed or data.get("status") == "error" or data.get("error") is True
+    return results
 
 
 def _genai_text_parts(parts: list[Any]) -> list[Part]:

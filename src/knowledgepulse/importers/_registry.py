@@ -195,6 +195,12 @@ def detect_format(record: Any) -> str | None:
     first = next((i for i in items if isinstance(i, Mapping)), None)
     if first is None:
         return None
+    return _detect_by_fields(first, items) or _detect_chat_format(first, items)
+
+
+def _detect_by_fields(first: Mapping[str, Any], items: list[Any]) -> str | None:
+    """A format told by a field of its own: traces, harness logs, OpenAI Agents, Langfuse,
+    OTel, ATIF and LangSmith (looked for before the chat formats, which share fields)."""
     if first.get("@type") == "ReasoningTrace":
         return TRACE_FORMAT
     harness = detect_harness_format(items)
@@ -215,6 +221,11 @@ def detect_format(record: Any) -> str | None:
         return "langsmith-batch"
     if "run_type" in first or "child_runs" in first or "dotted_order" in first:
         return "langsmith"
+    return None
+
+
+def _detect_chat_format(first: Mapping[str, Any], items: list[Any]) -> str | None:
+    """A chat format: Gemini, Bedrock, OpenAI (chat, tau-bench, Responses) or Anthropic."""
     if is_gemini_record(first) or is_gemini_contents(items):
         return "gemini"
     if is_bedrock_record(first) or is_bedrock_messages(items):

@@ -148,29 +148,34 @@ def content_text(content: Any, path: str | None = None, *, result: bool = False)
         )
     texts: list[str] = []
     for index, part in enumerate(content):
-        if isinstance(part, str):
-            texts.append(part)
-            continue
-        if not isinstance(part, Mapping):
-            if path is not None:
-                expect_dict(part, at(path, index))
-            continue
-        kind = part.get("type")
-        if isinstance(kind, str) and kind in TEXT_PART_TYPES:
-            text = part.get("text")
-            if path is not None:
-                texts.append(expect_str(text, at(at(path, index), "text"), allow_empty=True))
-            elif isinstance(text, str):
-                texts.append(text)
-        elif kind == "refusal" and isinstance(part.get("refusal"), str):
-            texts.append(part["refusal"])
-        elif result:
-            placeholder = media_placeholder(part)
-            if placeholder is not None:
-                texts.append(placeholder)
+        text = _part_text(part, None if path is None else at(path, index), result=result)
+        if text is not None:
+            texts.append(text)
     if result and not texts and content:
         return stringify(content)
     return "\n".join(texts)
+
+
+def _part_text(part: Any, path: str | None, *, result: bool) -> str | None:
+    """The text of one content part for :func:`content_text`; None: the part has none."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        if path is not None:
+            expect_dict(part, path)
+        return None
+    kind = part.get("type")
+    if isinstance(kind, str) and kind in TEXT_PART_TYPES:
+        text = part.get("text")
+        if path is not None:
+            return expect_str(text, at(path, "text"), allow_empty=True)
+        return text if isinstance(text, str) else None
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        refusal: str = part["refusal"]
+        return refusal
+    if result:
+        return media_placeholder(part)
+    return None
 
 
 def parse_arguments(raw: Any, path: str, *, lenient: bool = False) -> dict[str, Any]:

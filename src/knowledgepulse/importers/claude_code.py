@@ -144,12 +144,7 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
     agents: set[str] = set()
     for data, label in _in_time_order(entries):
         kind = data.get("type")
-        builder.note_time(parse_timestamp(data.get("timestamp")))
-        if not builder.source_id and isinstance(data.get("sessionId"), str):
-            builder.source_id = data["sessionId"]
-        for key, info in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch")):
-            if isinstance(data.get(key), str) and data[key]:
-                builder.info.setdefault(info, data[key])
+        _note_session_fields(builder, data)
         if kind == "summary":
             summary = summary or first_str(data, "summary")
             continue
@@ -170,13 +165,7 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
             _read_user(builder, data, message, where, source, context)
     if context:
         builder.info["context"] = context
-    if subagent_file:
-        builder.info["parent_session"] = builder.source_id
-        agent = sorted(agents)[0] if agents else str(turns[0].get("uuid"))
-        builder.source_id = f"{builder.source_id}:agent-{agent}"
-        builder.agent_id = agent
-    elif agents:
-        builder.info["subagents"] = sorted(agents)
+    _note_agents(builder, subagent_file, agents, turns)
     if builder.objective is not None:
         builder.info[OBJECTIVE_FROM] = "subagent prompt" if subagent_file else "user prompt"
     default_objective(builder, summary, "summary")
@@ -184,6 +173,34 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
     if last_main_text is not None:
         builder.result_summary = last_main_text
     return builder.build([data for data, _ in entries], options)
+
+
+def _note_session_fields(builder: TraceBuilder, data: Mapping[str, Any]) -> None:
+    """What any line may carry about the session: its time, the session id, the working
+    directory, the Claude Code version and the git branch (the first of each is kept)."""
+    builder.note_time(parse_timestamp(data.get("timestamp")))
+    if not builder.source_id and isinstance(data.get("sessionId"), str):
+        builder.source_id = data["sessionId"]
+    for key, info in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch")):
+        if isinstance(data.get(key), str) and data[key]:
+            builder.info.setdefault(info, data[key])
+
+
+def _note_agents(
+    builder: TraceBuilder,
+    subagent_file: bool,
+    agents: set[str],
+    turns: list[Mapping[str, Any]],
+) -> None:
+    """A subagent's file is the subagent's run (its own id, the parent session noted); a
+    session lists the subagents it started."""
+    if subagent_file:
+        builder.info["parent_session"] = builder.source_id
+        agent = sorted(agents)[0] if agents else str(turns[0].get("uuid"))
+        builder.source_id = f"{builder.source_id}:agent-{agent}"
+        builder.agent_id = agent
+    elif agents:
+        builder.info["subagents"] = sorted(agents)
 
 
 def _in_time_order(entries: list[Entry]) -> list[tuple[Mapping[str, Any], str]]:

@@ -95,20 +95,13 @@ def from_codex(
 
 
 def codex_traces(entries: list[Entry], options: ImportOptions) -> list[ReasoningTrace]:
+    """The trace of a rollout's lines (each with its label); a ConversionError names the line."""
     if not any(is_codex_line(data) for data, _ in entries):
         raise ConversionError(
             "", "not a Codex rollout: no line is a {timestamp, type, payload} rollout line"
         )
     builder = TraceBuilder(FORMAT)
-    lines = []
-    for data, label in entries:
-        line = expect_dict(data, label)
-        if "payload" not in line and "type" not in line and "instructions" in line:
-            line = {"type": "session_meta", "payload": line}  # the pre-2025-09 header
-        elif "payload" not in line and isinstance(line.get("type"), str):
-            # Before September 2025, items were written bare, without the envelope.
-            line = {"type": "response_item", "payload": line}
-        lines.append((line, label, mapping(line.get("payload"))))
+    lines = _rollout_lines(entries)
     typed = [
         payload
         for line, _, payload in lines
@@ -150,6 +143,21 @@ def codex_traces(entries: list[Entry], options: ImportOptions) -> list[Reasoning
         builder.info["errors"] = errors
     default_objective(builder, f"Codex session {builder.source_id}", "session id")
     return [builder.build([data for data, _ in entries], options)]
+
+
+def _rollout_lines(entries: list[Entry]) -> list[tuple[dict[str, Any], str, Mapping[str, Any]]]:
+    """Each line in its envelope (``{"type", "payload"}``), its label and its payload; the
+    lines of rollouts written before September 2025 are put in the envelope they lacked."""
+    lines = []
+    for data, label in entries:
+        line = expect_dict(data, label)
+        if "payload" not in line and "type" not in line and "instructions" in line:
+            line = {"type": "session_meta", "payload": line}  # the pre-2025-09 header
+        elif "payload" not in line and isinstance(line.get("type"), str):
+            # Before September 2025, items were written bare, without the envelope.
+            line = {"type": "response_item", "payload": line}
+        lines.append((line, label, mapping(line.get("payload"))))
+    return lines
 
 
 def _read_meta(builder: TraceBuilder, payload: Mapping[str, Any]) -> None:

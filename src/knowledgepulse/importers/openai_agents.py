@@ -143,6 +143,21 @@ def _convert(trace: AgentsTrace, options: ImportOptions) -> ReasoningTrace:
     if isinstance(info.get("group_id"), str):
         builder.info["group_id"] = info["group_id"]
 
+    for span, data in _spans_in_time_order(trace, builder):
+        _read_span(builder, replay, span, data)
+
+    metadata = info.get("metadata")
+    if builder.objective is None and isinstance(metadata, Mapping):
+        for key in _OBJECTIVE_KEYS:
+            builder.user_message(text_from_value(metadata.get(key)), origin=FROM_TASK_FIELD)
+    return builder.build({"trace_id": trace.trace_id}, options)
+
+
+def _spans_in_time_order(
+    trace: AgentsTrace, builder: TraceBuilder
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """Each span and its ``span_data``, by start time (spans without one first, in file
+    order); every start time is noted on ``builder``."""
     spans = []
     for order, (span, path) in enumerate(trace.spans):
         data = span.get("span_data")
@@ -152,48 +167,47 @@ def _convert(trace: AgentsTrace, options: ImportOptions) -> ReasoningTrace:
         builder.note_time(start)
         spans.append((start.timestamp() if start else 0.0, order, span, data))
     spans.sort(key=lambda item: (item[0], item[1]))
+    return [(span, data) for _, _, span, data in spans]
 
-    for _, _, span, data in spans:
-        kind = data["type"]
-        error = _error_text(span.get("error"))
-        latency = _latency_ms(span)
-        if kind == "agent":
-            if builder.agent_id is None and isinstance(data.get("name"), str):
-                builder.agent_id = data["name"]
-            if error is not None:
-                builder.success = False
-        elif kind == "generation":
-            inputs = _messages(data.get("input"))
-            outputs = [_as_assistant(m) for m in _messages(data.get("output"))]
-            replay.llm_call(inputs, outputs, latency_ms=latency, error=error)
-            if isinstance(data.get("model"), str):
-                builder.info.setdefault("model", data["model"])
-        elif kind == "function":
-            output = data.get("output")
-            text = stringify(redact_binary(output)) if output is not None else error
-            replay.tool_run(
-                str(data.get("name") or "function"),
-                call_id=None,
-                arguments=parse_arguments(data.get("input"), "", lenient=True),
-                result=text,
-                failed=error is not None,
-                latency_ms=latency,
-            )
-        elif kind == "handoff":
-            source, target = data.get("from_agent"), data.get("to_agent")
-            builder.thought(f"Handoff from {source or 'an agent'} to {target or 'an agent'}")
-        elif kind == "guardrail":
-            triggered = data.get("triggered") is True
-            verdict = "triggered" if triggered else "passed"
-            builder.observation(f"Guardrail {data.get('name') or ''}: {verdict}", failed=triggered)
-        elif error is not None:
-            builder.observation(error, failed=True)
 
-    metadata = info.get("metadata")
-    if builder.objective is None and isinstance(metadata, Mapping):
-        for key in _OBJECTIVE_KEYS:
-            builder.user_message(text_from_value(metadata.get(key)), origin=FROM_TASK_FIELD)
-    return builder.build({"trace_id": trace.trace_id}, options)
+def _read_span(
+    builder: TraceBuilder, replay: Replay, span: Mapping[str, Any], data: Mapping[str, Any]
+) -> None:
+    """The steps (or facts) of one span, by its ``span_data.type``."""
+    kind = data["type"]
+    error = _error_text(span.get("error"))
+    latency = _latency_ms(span)
+    if kind == "agent":
+        if builder.agent_id is None and isinstance(data.get("name"), str):
+            builder.agent_id = data["name"]
+        if error is not None:
+            builder.success = False
+    elif kind == "generation":
+        inputs = _messages(data.get("input"))
+        outputs = [_as_assistant(m) for m in _messages(data.get("output"))]
+        replay.llm_call(inputs, outputs, latency_ms=latency, error=error)
+        if isinstance(data.get("model"), str):
+            builder.info.setdefault("model", data["model"])
+    elif kind == "function":
+        output = data.get("output")
+        text = stringify(redact_binary(output)) if output is not None else error
+        replay.tool_run(
+            str(data.get("name") or "function"),
+            call_id=None,
+            arguments=parse_arguments(data.get("input"), "", lenient=True),
+            result=text,
+            failed=error is not None,
+            latency_ms=latency,
+        )
+    elif kind == "handoff":
+        source, target = data.get("from_agent"), data.get("to_agent")
+        builder.thought(f"Handoff from {source or 'an agent'} to {target or 'an agent'}")
+    elif kind == "guardrail":
+        triggered = data.get("triggered") is True
+        verdict = "triggered" if triggered else "passed"
+        builder.observation(f"Guardrail {data.get('name') or ''}: {verdict}", failed=triggered)
+    elif error is not None:
+        builder.observation(error, failed=True)
 
 
 def _messages(raw: Any) -> list[Message]:

@@ -186,22 +186,7 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
     has_llm = any(s.kind == "llm" for s in spans)
 
     if top is not None:
-        inputs, outputs = span_messages(top)
-        for message in inputs:
-            if message.role == "user" and message.text:
-                builder.note_objective(message.text)
-        builder.user_message(text_from_value(top.attrs.get("input.value")), origin=FROM_TRACE_INPUT)
-        last = [m.text for m in outputs if m.role == "assistant" and m.text]
-        summary = last[-1] if last else text_from_value(top.attrs.get("output.value"), output=True)
-        if summary is not None:
-            builder.result_summary = summary
-        name = (
-            top.attrs.get("gen_ai.agent.name")
-            or top.attrs.get("gen_ai.agent.id")
-            or top.attrs.get("ai.telemetry.functionId")
-        )
-        if isinstance(name, str) and name:
-            builder.agent_id = name
+        _read_top_agent(builder, top)
     # Without its root, no span speaks for the whole trace: success is left to the defaults.
     judge = top or root
     if judge is not None and judge.status != "unset":
@@ -210,24 +195,7 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
 
     for span in spans:
         if span.kind == "llm" or (span.kind == "agent" and not has_llm):
-            for inputs, outputs in span_calls(span):
-                replay.llm_call(
-                    inputs,
-                    outputs,
-                    latency_ms=span.latency_ms,
-                    error=span.error_text()
-                    if span.status == "error" and span.kind == "llm"
-                    else None,
-                )
-            model = (
-                span.attrs.get("gen_ai.response.model")
-                or span.attrs.get("gen_ai.request.model")
-                or span.attrs.get("llm.model_name")
-                or span.attrs.get("ai.response.model")
-                or span.attrs.get("ai.model.id")
-            )
-            if isinstance(model, str) and model:
-                builder.info.setdefault("model", model)
+            _replay_model_calls(builder, replay, span)
         elif span.kind == "tool":
             _tool_span(replay, span)
         if span.kind in ("llm", "agent") and builder.objective is None:
@@ -240,6 +208,48 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
     if speaker is not None:
         builder.default_objective(speaker.name, FROM_SPAN_NAME)
     return builder.build({"traceId": otel_id}, options)
+
+
+def _read_top_agent(builder: TraceBuilder, top: Span) -> None:
+    """What the top agent span says of the whole run: its task (the user's messages or its
+    input), its result (the last assistant text or its output) and the agent's name."""
+    inputs, outputs = span_messages(top)
+    for message in inputs:
+        if message.role == "user" and message.text:
+            builder.note_objective(message.text)
+    builder.user_message(text_from_value(top.attrs.get("input.value")), origin=FROM_TRACE_INPUT)
+    last = [m.text for m in outputs if m.role == "assistant" and m.text]
+    summary = last[-1] if last else text_from_value(top.attrs.get("output.value"), output=True)
+    if summary is not None:
+        builder.result_summary = summary
+    name = (
+        top.attrs.get("gen_ai.agent.name")
+        or top.attrs.get("gen_ai.agent.id")
+        or top.attrs.get("ai.telemetry.functionId")
+    )
+    if isinstance(name, str) and name:
+        builder.agent_id = name
+
+
+def _replay_model_calls(builder: TraceBuilder, replay: Replay, span: Span) -> None:
+    """The model calls a span logged (an error is the call's only for an LLM span), and the
+    first model named."""
+    for inputs, outputs in span_calls(span):
+        replay.llm_call(
+            inputs,
+            outputs,
+            latency_ms=span.latency_ms,
+            error=span.error_text() if span.status == "error" and span.kind == "llm" else None,
+        )
+    model = (
+        span.attrs.get("gen_ai.response.model")
+        or span.attrs.get("gen_ai.request.model")
+        or span.attrs.get("llm.model_name")
+        or span.attrs.get("ai.response.model")
+        or span.attrs.get("ai.model.id")
+    )
+    if isinstance(model, str) and model:
+        builder.info.setdefault("model", model)
 
 
 def _note_source(

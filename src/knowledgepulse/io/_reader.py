@@ -1,4 +1,4 @@
-"""Reading records from files, and writing output lines that survive any stop.
+r"""Reading records from files, and writing output lines that survive any stop.
 
 :func:`iter_records` is the only way records come into knowledgepulse: ``kp score``,
 ``validate``, ``import``, ``eval`` and ``report`` all read through it. Every record carries
@@ -7,7 +7,7 @@ can say ``traces.jsonl:17: steps[2].type: ...``.
 
 The rules, each chosen so that nothing is lost or silently merged:
 
-- JSONL (and stdin, always) is read as bytes and split at ``\\n`` only: a bare CR or a U+2028
+- JSONL (and stdin, always) is read as bytes and split at ``\n`` only: a bare CR or a U+2028
   inside a record does not split it. A UTF-8 byte order mark at the start of any file is skipped.
 - A line that is a lone ``{`` or ``[`` starts a document spread over lines (``jq .``,
   ``json.dumps(indent=...)``, OpenTelemetry's console exporter): documents one after another,
@@ -281,7 +281,7 @@ def _stream_error(exc: BaseException, last_line: int) -> str:
 
 
 def _numbered_lines(handle: IO[bytes], broken: list[BaseException]) -> Iterator[tuple[int, bytes]]:
-    """``(number, line)`` for each ``\\n``-terminated line, a byte order mark skipped; a stream
+    r"""``(number, line)`` for each ``\n``-terminated line, a byte order mark skipped; a stream
     that breaks (a truncated gzip) ends the lines, with the reason put in ``broken``."""
     lines = enumerate(handle, 1)
     try:
@@ -299,7 +299,7 @@ _OPENERS = (b"{", b"[")
 def _records_from_lines(
     handle: IO[bytes], source: str, parse: bool = True
 ) -> Iterator[InputRecord]:
-    """JSONL: one record per ``\\n``-terminated line, and pretty-printed documents among them.
+    r"""JSONL: one record per ``\n``-terminated line, and pretty-printed documents among them.
 
     A line that is a lone ``{`` or ``[`` cannot be a record: it starts a document spread over
     lines (what ``jq .``, ``json.dumps(indent=...)`` and OpenTelemetry's console exporter

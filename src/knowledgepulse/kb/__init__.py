@@ -41,6 +41,7 @@ __all__ = [
 
 
 def is_server_url(location: str | Path) -> bool:
+    """Whether ``location`` is a PostgreSQL URL (anything else is a SQLite file)."""
     return str(location).startswith(("postgresql://", "postgres://"))
 
 

@@ -9,8 +9,8 @@ key, ``org`` the keys of the contributor's org, ``private`` the contributing key
 key sees every trace. :func:`visibility_clause` is the same rule as SQL, so listing, counting
 and search filter in the database.
 
-Why ~430 lines: keys, scopes and visibility filtering for both backends in one place, so
-the access rules of the service are written once.
+Keys, scopes and visibility filtering are here for both backends, so that the service's
+access rules are written once.
 """
 
 from __future__ import annotations
@@ -187,6 +187,8 @@ def listing_query(
     """The WHERE and ORDER BY of a listing, and the WHERE's parameters.
 
     Args:
+        viewer: whose listing it is (see :func:`visibility_clause`); None: every trace.
+        mark: the driver's placeholder, ``?`` or ``%s``.
         objective_sql: the backend's expression for the trace's ``task.objective``.
         trace_id_sql: the backend's expression for the trace's own ``id``: the id as
             contributed, not the row's (which the service may have namespaced).

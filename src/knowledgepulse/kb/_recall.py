@@ -296,12 +296,12 @@ def recall(
     embedder: Any = None,
     budget_tokens: int = STEP_BUDGET_TOKENS,
 ) -> Recall:
-    """The ``k`` stored traces most similar to ``query``, and a prompt block of them.
+    r"""The ``k`` stored traces most similar to ``query``, and a prompt block of them.
 
     ::
 
         found = knowledgepulse.recall("Refund a cancelled flight", kb="team.sqlite")
-        instructions = base_instructions + "\\n\\n" + found.prompt
+        instructions = base_instructions + "\n\n" + found.prompt
 
     Args:
         query: the task description.

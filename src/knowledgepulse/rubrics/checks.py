@@ -43,6 +43,7 @@ class TraceCheck:
         self._predicate = predicate
 
     def __call__(self, case: Case) -> bool:
+        """The predicate on the case's trace (ValueError when the case has no trace)."""
         if case.trace is None:
             raise ValueError(f"{self.__name__} needs a reasoning trace, but the case has none")
         return bool(self._predicate(case.trace))

@@ -4,8 +4,8 @@ The formulas are in :mod:`._formulas`; this module embeds traces, asks the memor
 one's nearest remembered trace, and composes the score. :func:`evaluate_value` uses the one
 process-wide scorer the seeds describe.
 
-Why ~410 lines: the Scorer with both its memory paths (the in-process cache and a knowledge
-base that stores what it admits) and the process-wide default scorer the seeds require.
+The Scorer keeps both its memory paths (the in-process cache and a knowledge base that stores
+what it admits) beside the process-wide default scorer the seeds require.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ class Scorer:
 
     async def score_async(self, trace: ReasoningTrace | Mapping[str, Any]) -> ValueScore:
         """:meth:`score` in a worker thread, so the event loop keeps running."""
-        import asyncio  # here, not at the top: asyncio costs ~20 ms of import time
+        import asyncio  # here, not at the top: importing it would slow `import knowledgepulse`
 
         return await asyncio.to_thread(self.score, trace)
 
@@ -342,7 +342,7 @@ def _single_threaded_blas() -> AbstractContextManager[Any]:
     """Run the cache's small matmuls on one BLAS thread.
 
     OpenBLAS worker threads spin-wait after each call and take the cores the embedder's own
-    threads need next (measured: bulk scoring 20% slower); a 64×1000 product is as quick on one.
+    threads need next, which slows bulk scoring; a 64×1000 product is as quick on one thread.
     """
     global _blas_controller
     if _blas_controller is None:
