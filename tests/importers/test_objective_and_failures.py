@@ -314,42 +314,72 @@ def test_codex_exit_code_fails_the_shell_result() -> None:
 
 
 def test_langfuse_ui_download_reads_trace_and_observations() -> None:
-    record = json.loads((DATA / "langfuse" / "ui_download_agent_framework.json").read_text())
+    # A real UI download (langfuse/langfuse's framework traces): the trace's input and output
+    # are the agent span's JSON text, stored once more as a JSON string.
+    record = json.loads((DATA / "langfuse" / "microsoft-agent-2025-10-14.json").read_text())
     (trace,) = from_langfuse(record)
-    assert trace.id == "kp:trace:langfuse:6f1c9a0e2b7d4c1f8a3e5d7b9c0a1e2f"
-    assert trace.task.objective == (
-        "What's the weather in Amsterdam, and should I bring an umbrella?"
-    )
+    assert trace.id == "kp:trace:langfuse:e3a407423619277a2dcef3c13dc89982"
+    assert trace.task.objective == "What's the weather like in Portland?"
     assert _kp_import(trace)["objective_from"] == "trace_input"
     assert trace.outcome.result_summary == (
-        "It is 14 °C with light rain in Amsterdam: bring an umbrella."
+        "The weather in Portland is currently stormy with a high temperature of 19°C."
     )
     assert [(s.type, s.tool.name if s.tool else None, s.content) for s in trace.steps] == [
         ("tool_call", "get_weather", None),
-        ("observation", "get_weather", "14 °C, light rain"),
-        ("thought", None, "It is 14 °C with light rain in Amsterdam: bring an umbrella."),
+        ("observation", "get_weather", "The weather in Portland is stormy with a high of 19°C."),
+        (
+            "thought",
+            None,
+            "The weather in Portland is currently stormy with a high temperature of 19°C.",
+        ),
     ]
-    assert trace.steps[0].input == {"location": "Amsterdam"}
+    assert trace.steps[0].input == {"location": "Portland"}
+
+
+def test_langfuse_text_encoded_trace_input_is_decoded() -> None:
+    plain = {"trace": {"id": "t", "input": json.dumps(json.dumps("Plan a trip")), "output": None}}
+    record = {**plain, "observations": [{"id": "o", "type": "TOOL", "name": "search", "input": {}}]}
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "Plan a trip"
+    # Text that only looks like JSON stays as it is.
+    record["trace"]["input"] = "[draft] plan a trip"
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "[draft] plan a trip"
 
 
 def test_langfuse_responses_objects_are_read_not_dumped() -> None:
-    record = json.loads((DATA / "langfuse" / "openai_agents_openinference.json").read_text())
+    record = json.loads((DATA / "langfuse" / "openai-agents-2025-09-30.json").read_text())
     (trace,) = from_langfuse(record)
+    answer = (
+        "The weather in Tokyo is currently sunny. If you need more details like temperature or "
+        "forecast for the upcoming days, just let me know!"
+    )
+    assert trace.task.objective == "What's the weather in Tokyo?"
     assert [(s.type, s.tool.name if s.tool else None, s.content) for s in trace.steps] == [
-        ("tool_call", "lookup_population", None),
-        ("observation", "lookup_population", "522250"),
-        ("thought", None, "Lyon has about 522,250 inhabitants; doubled, that is 1,044,500."),
+        ("tool_call", "get_weather", None),
+        ("observation", "get_weather", "The weather in Tokyo is sunny."),
+        ("thought", None, answer),
     ]
+    assert trace.steps[0].input == {"city": "Tokyo"}
+    # The same response objects held as JSON text read the same.
+    for observation in record["observations"]:
+        if observation["type"] == "GENERATION":
+            observation["output"] = json.dumps(observation["output"])
+    (again,) = from_langfuse(record)
+    assert again.to_dict()["steps"] == trace.to_dict()["steps"]
 
 
 def test_langfuse_langchain_tool_definitions_and_list_results() -> None:
-    record = json.loads((DATA / "langfuse" / "langgraph_preamble_tools.json").read_text())
+    record = json.loads((DATA / "langfuse" / "langgraph-2025-08-22.json").read_text())
     (trace,) = from_langfuse(record)
-    assert trace.task.objective == "Which documents mention the 2024 refund policy?"
+    assert trace.task.objective == "Search the web for 'example' and summarize."
+    assert _kp_import(trace)["objective_from"] == "trace_input"
     assert _kp_import(trace)["objective_context"] == ["Be helpful!"]
     assert [s.type for s in trace.steps] == ["tool_call", "observation", "thought"]
-    documents = json.loads(trace.steps[1].content or "")
-    assert [d["metadata"]["source"] for d in documents] == ["refund-policy.md", "faq.md"]
+    assert json.loads(trace.steps[1].content or "") == [
+        {"url": "https://example.com", "title": "Example Result", "q": "example"}
+    ]
+    assert (trace.outcome.result_summary or "").startswith('The search for "example" primarily')
 
 
 def test_a_list_valued_tool_message_is_not_empty() -> None:

@@ -116,11 +116,11 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
         builder.source_id = trace["id"]
     builder.note_time(parse_timestamp(trace.get("timestamp")))
     builder.user_message(
-        text_from_value(redact_binary(trace.get("input"))), origin=FROM_TRACE_INPUT
+        text_from_value(redact_binary(_unquoted(trace.get("input")))), origin=FROM_TRACE_INPUT
     )
     if isinstance(trace.get("name"), str):
         builder.default_objective(trace["name"], FROM_TRACE_NAME)
-    summary = text_from_value(redact_binary(trace.get("output")), output=True)
+    summary = text_from_value(redact_binary(_unquoted(trace.get("output"))), output=True)
     if summary is not None:
         builder.result_summary = summary
     if isinstance(trace.get("sessionId"), str):
@@ -140,6 +140,30 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     for observation in observations:
         _step(replay, observation, failed_under)
     return builder.build(trace, options)
+
+
+def _unquoted(value: Any) -> Any:
+    """``value`` without the JSON string encodings around it.
+
+    The UI's download holds the trace's ``input`` and ``output`` as JSON text of the stored
+    text, so a span's message list arrives as a JSON string literal whose value is the list's
+    JSON text (seen in real downloads of Microsoft Agent Framework and LangGraph traces). Each
+    level that is a JSON string literal is decoded; text that is not one stays as it is.
+    """
+    for _ in range(4):  # the downloads seen hold two levels; a bound keeps it cheap
+        if not isinstance(value, str):
+            return value
+        stripped = value.strip()
+        if len(stripped) < 2 or stripped[0] != '"' or stripped[-1] != '"':
+            return value
+        try:
+            decoded = json.loads(stripped)
+        except json.JSONDecodeError:
+            return value
+        if not isinstance(decoded, str):
+            return value
+        value = decoded
+    return value
 
 
 def _observations(trace: Mapping[str, Any], path: str) -> list[dict[str, Any]]:
