@@ -369,6 +369,20 @@ def test_langfuse_responses_objects_are_read_not_dumped() -> None:
     assert again.to_dict()["steps"] == trace.to_dict()["steps"]
 
 
+def test_langfuse_choice_event_output_is_the_assistant_message() -> None:
+    # Pydantic AI 0.2 logs a generation's output as a GenAI `gen_ai.choice` event:
+    # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
+    record = json.loads((DATA / "langfuse" / "pydantic-ai-trace-2025-06-06.json").read_text())
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "What is Langfuse?"
+    assert _kp_import(trace)["objective_from"] == "trace_input"
+    assert [s.type for s in trace.steps] == ["thought"]
+    assert (trace.steps[0].content or "").startswith(
+        "Langfuse is a tool designed for observability"
+    )
+    assert trace.steps[0].content == trace.outcome.result_summary
+
+
 def test_langfuse_langchain_tool_definitions_and_list_results() -> None:
     record = json.loads((DATA / "langfuse" / "langgraph-2025-08-22.json").read_text())
     (trace,) = from_langfuse(record)

@@ -8,9 +8,9 @@ chat messages, OTel GenAI messages with ``parts``, or Responses API objects and 
 ``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
 - ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
-  (an assistant message, a list of them, or text) → thoughts, tool calls and tool results,
-  each once; ``model`` → ``kp_import.model``; ``level: ERROR`` → a failed observation of
-  ``statusMessage``;
+  (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event, or text)
+  → thoughts, tool calls and tool results, each once; ``model`` → ``kp_import.model``;
+  ``level: ERROR`` → a failed observation of ``statusMessage``;
 - ``TOOL``, ``RETRIEVER``: tool_call ``name`` with ``input`` (unless a generation already
   holds the call), then an observation of ``output``; ``level: ERROR`` → failed, with
   ``statusMessage`` as the text when there is no output;
@@ -20,10 +20,11 @@ chat messages, OTel GenAI messages with ``parts``, or Responses API objects and 
 - ``SPAN``, ``CHAIN`` and the rest: a failed observation of ``statusMessage`` when they are
   ``ERROR`` and no observation under them already is; otherwise nothing.
 
-The trace's ``input`` → objective (else the first user message of a generation, else the
-trace's ``name``, defaulted), ``output`` →
-result summary, ``timestamp`` → ``created_at``, ``id`` → source id; an ``ERROR`` on an
-``AGENT`` or top-level observation → success false.
+The trace's ``input`` (the UI's download holds it, like ``output``, as a JSON string literal
+of the span's text: decoded) → objective (else the first user message of a generation, else
+the trace's ``name``, defaulted), ``output`` → result summary, ``timestamp`` →
+``created_at``, ``id`` → source id; an ``ERROR`` on an ``AGENT`` or top-level observation →
+success false.
 """
 
 from __future__ import annotations
@@ -242,6 +243,10 @@ def _messages(value: Any, role: str) -> list[Message]:
             value = parsed
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         value = value["messages"]
+    if _is_choice(value):
+        # A chat choice, or the GenAI `gen_ai.choice` event Pydantic AI 0.2 logs as the output:
+        # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
+        value = value["message"]
     if is_response_object(value):
         return responses_messages(value["output"])
     if isinstance(value, str):
@@ -266,6 +271,16 @@ def _messages(value: Any, role: str) -> list[Message]:
         if message is not None:
             messages.append(message)
     return messages
+
+
+def _is_choice(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and "role" not in value
+        and isinstance(value.get("message"), Mapping)
+        and "role" in value["message"]
+        and ("index" in value or value.get("event.name") == "gen_ai.choice")
+    )
 
 
 def _latency_ms(observation: Mapping[str, Any]) -> float | None:
