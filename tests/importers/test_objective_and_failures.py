@@ -383,6 +383,40 @@ def test_langfuse_choice_event_output_is_the_assistant_message() -> None:
     assert trace.steps[0].content == trace.outcome.result_summary
 
 
+def test_langfuse_decorator_arguments_are_not_the_task() -> None:
+    # A real Pydantic AI run under Langfuse's @observe: the trace input is the decorated
+    # function's arguments, {"args": ["programming"], "kwargs": {}}, not a task; the tools ran
+    # as TOOL observations named "running tool: <tool>" with the call id in their attributes.
+    record = json.loads((DATA / "langfuse" / "pydantic-ai-tools-2025-12-04.json").read_text())
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == (
+        "Select and call THREE of the available tools to get joke suggestions about 'programming'."
+    )
+    assert _kp_import(trace)["objective_from"] == "user_message"
+    tools = ["get_pun_suggestion", "get_dad_joke_suggestion", "get_one_liner_suggestion"]
+    assert [(s.type, s.tool.name if s.tool else None) for s in trace.steps] == [
+        *[("tool_call", name) for name in tools],
+        *[("observation", name) for name in tools],
+        ("thought", None),
+        ("thought", None),
+        ("tool_call", "final_result"),
+    ]
+    assert trace.steps[3].content == (
+        "Pun idea: Play on words related to 'programming' - think about homophones or double "
+        "meanings"
+    )
+    assert trace.outcome.result_summary == (
+        "Why do programmers hate nature?  \nIt has too many bugs!"
+    )
+    # Without any user message the arguments are the objective, marked defaulted.
+    for observation in record["observations"]:
+        observation["input"] = None
+    (bare,) = from_langfuse(record)
+    assert bare.task.objective == '{"args": ["programming"], "kwargs": {}}'
+    assert _kp_import(bare)["objective_from"] == "trace_input"
+    assert "objective" in _kp_import(bare)["defaulted"]
+
+
 def test_langfuse_langchain_tool_definitions_and_list_results() -> None:
     record = json.loads((DATA / "langfuse" / "langgraph-2025-08-22.json").read_text())
     (trace,) = from_langfuse(record)

@@ -13,7 +13,10 @@ chat messages, OTel GenAI messages with ``parts``, or Responses API objects and 
   ``level: ERROR`` → a failed observation of ``statusMessage``;
 - ``TOOL``, ``RETRIEVER``: tool_call ``name`` with ``input`` (unless a generation already
   holds the call), then an observation of ``output``; ``level: ERROR`` → failed, with
-  ``statusMessage`` as the text when there is no output;
+  ``statusMessage`` as the text when there is no output. Observations ingested over OTel are
+  named after their span (``execute_tool <tool>``, Pydantic AI's ``running tool: <tool>``):
+  the tool is the span's ``gen_ai.tool.name`` attribute (kept in ``metadata.attributes``),
+  else the name without that prefix, and ``gen_ai.tool.call.id`` ties it to its call;
 - ``AGENT``: the first one's ``name`` → ``agent_id``;
 - ``EVENT``, ``GUARDRAIL``: an observation of ``output`` when there is one (``ERROR`` →
   failed);
@@ -21,7 +24,8 @@ chat messages, OTel GenAI messages with ``parts``, or Responses API objects and 
   ``ERROR`` and no observation under them already is; otherwise nothing.
 
 The trace's ``input`` (the UI's download holds it, like ``output``, as a JSON string literal
-of the span's text: decoded) → objective (else the first user message of a generation, else
+of the span's text: decoded; the ``@observe`` decorator's record of a function's arguments,
+``{"args": [...], "kwargs": {...}}``, is not a task and only a fallback) → objective (else the first user message of a generation, else
 the trace's ``name``, defaulted), ``output`` → result summary, ``timestamp`` →
 ``created_at``, ``id`` → source id; an ``ERROR`` on an ``AGENT`` or top-level observation →
 success false.
@@ -116,9 +120,15 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     if isinstance(trace.get("id"), str) and trace["id"]:
         builder.source_id = trace["id"]
     builder.note_time(parse_timestamp(trace.get("timestamp")))
-    builder.user_message(
-        text_from_value(redact_binary(_unquoted(trace.get("input")))), origin=FROM_TRACE_INPUT
-    )
+    trace_input = _unquoted(trace.get("input"))
+    arguments = _call_arguments_text(trace_input)
+    if arguments is not None:
+        # Langfuse's @observe decorator records the decorated function's arguments as the trace
+        # input: not a statement of the task. The first user message of a generation is the
+        # objective; the arguments are only the fallback.
+        builder.default_objective(arguments, FROM_TRACE_INPUT)
+    else:
+        builder.user_message(text_from_value(redact_binary(trace_input)), origin=FROM_TRACE_INPUT)
     if isinstance(trace.get("name"), str):
         builder.default_objective(trace["name"], FROM_TRACE_NAME)
     summary = text_from_value(redact_binary(_unquoted(trace.get("output"))), output=True)
@@ -167,6 +177,53 @@ def _unquoted(value: Any) -> Any:
     return value
 
 
+def _call_arguments_text(value: Any) -> str | None:
+    """The text of a trace input that is a function's arguments as ``@observe`` records them
+    (``{"args": [...], "kwargs": {...}}``), or ``None`` for any other input."""
+    parsed = value
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if (
+        isinstance(parsed, Mapping)
+        and set(parsed) == {"args", "kwargs"}
+        and isinstance(parsed["args"], list)
+        and isinstance(parsed["kwargs"], Mapping)
+    ):
+        return value if isinstance(value, str) else json.dumps(parsed, ensure_ascii=False)
+    return None
+
+
+# Span names of tool observations ingested over OTel: "execute_tool <tool>" (GenAI semantic
+# conventions), "running tool: <tool>" (Pydantic AI).
+_TOOL_SPAN_PREFIXES = ("execute_tool", "running tool:")
+
+
+def _tool_name(name: str | None) -> str | None:
+    if not name:
+        return None
+    for prefix in _TOOL_SPAN_PREFIXES:
+        if name.startswith(prefix) and name[len(prefix) :].strip():
+            return name[len(prefix) :].strip()
+    return name
+
+
+def _span_attributes(observation: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The span attributes Langfuse keeps in an OTel-ingested observation's metadata."""
+    metadata = observation.get("metadata")
+    if isinstance(metadata, str) and metadata.strip().startswith("{"):
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError:
+            return {}
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("attributes"), Mapping):
+        attributes: Mapping[str, Any] = metadata["attributes"]
+        return attributes
+    return {}
+
+
 def _observations(trace: Mapping[str, Any], path: str) -> list[dict[str, Any]]:
     obs_path = at(path, "observations")
     items = []
@@ -211,11 +268,14 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
             builder.info.setdefault("model", observation["model"])
     elif kind in _TOOLS:
         text = stringify(output) if output is not None else (message if failed else None)
-        # Observations ingested over OTel are named after the span: "execute_tool <tool>".
-        tool_name = (name or "").removeprefix("execute_tool").strip() or name or kind.lower()
+        attributes = _span_attributes(observation)
+        tool_name = attributes.get("gen_ai.tool.name")
+        if not isinstance(tool_name, str) or not tool_name:
+            tool_name = _tool_name(name) or kind.lower()
+        call_id = attributes.get("gen_ai.tool.call.id")
         replay.tool_run(
             tool_name,
-            call_id=None,
+            call_id=call_id if isinstance(call_id, str) and call_id else None,
             arguments=parse_arguments(redact_binary(observation.get("input")), "", lenient=True),
             result=text,
             failed=failed,
