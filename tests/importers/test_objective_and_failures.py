@@ -417,6 +417,23 @@ def test_langfuse_decorator_arguments_are_not_the_task() -> None:
     assert "objective" in _kp_import(bare)["defaulted"]
 
 
+def test_langfuse_gemini_contents_of_google_adk() -> None:
+    # A real Google ADK run via OpenInference: generations hold Gemini requests
+    # ({model, config, contents}) and responses ({content: {parts, role: model}}), the trace
+    # input is the runner's arguments with the user's `new_message`; the TOOL observation's
+    # output is empty and its call id is not the one in the model's call.
+    record = json.loads((DATA / "langfuse" / "google-adk-2025-08-28.json").read_text())
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "hi"
+    assert _kp_import(trace)["objective_from"] == "trace_input"
+    assert [(s.type, s.tool.name if s.tool else None, s.content) for s in trace.steps] == [
+        ("tool_call", "say_hello", None),
+        ("observation", "say_hello", '{"greeting": "Hello Langfuse 👋"}'),
+        ("thought", None, "Hello Langfuse 👋!\n"),
+    ]
+    assert trace.outcome.result_summary == "Hello Langfuse 👋!\n"
+
+
 def test_langfuse_langchain_tool_definitions_and_list_results() -> None:
     record = json.loads((DATA / "langfuse" / "langgraph-2025-08-22.json").read_text())
     (trace,) = from_langfuse(record)

@@ -4,8 +4,8 @@ Input: the UI's download ``{"trace": {...}, "observations": [...]}``, a trace as
 ``GET /api/public/traces/{traceId}`` returns it (``id``, ``timestamp``, ``name``, ``input``,
 ``output``, ``observations`` as objects), a list of them, or ``{"data": [...]}``.
 Observations are ordered by ``startTime`` and read by ``type``; generation messages may be
-chat messages, OTel GenAI messages with ``parts``, or Responses API objects and items (see
-``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
+chat messages, OTel GenAI messages with ``parts``, Responses API objects and items, or Gemini
+contents (Google ADK; see ``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
 - ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
   (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event, or text)
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from knowledgepulse._schema import ReasoningTrace
 from knowledgepulse.io._reader import json_type_name
@@ -45,6 +45,7 @@ from ._builder import TraceBuilder
 from ._genai_parts import semconv_messages
 from ._messages import (
     Message,
+    Part,
     is_response_object,
     is_tool_definition,
     message_from_chat,
@@ -128,10 +129,16 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
         # objective; the arguments are only the fallback.
         builder.default_objective(arguments, FROM_TRACE_INPUT)
     else:
-        builder.user_message(text_from_value(redact_binary(trace_input)), origin=FROM_TRACE_INPUT)
+        builder.user_message(
+            _gemini_text(trace_input, output=False) or text_from_value(redact_binary(trace_input)),
+            origin=FROM_TRACE_INPUT,
+        )
     if isinstance(trace.get("name"), str):
         builder.default_objective(trace["name"], FROM_TRACE_NAME)
-    summary = text_from_value(redact_binary(_unquoted(trace.get("output"))), output=True)
+    trace_output = _unquoted(trace.get("output"))
+    summary = _gemini_text(trace_output, output=True) or text_from_value(
+        redact_binary(trace_output), output=True
+    )
     if summary is not None:
         builder.result_summary = summary
     if isinstance(trace.get("sessionId"), str):
@@ -267,15 +274,21 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
         if isinstance(observation.get("model"), str) and observation["model"]:
             builder.info.setdefault("model", observation["model"])
     elif kind in _TOOLS:
-        text = stringify(output) if output is not None else (message if failed else None)
         attributes = _span_attributes(observation)
+        if output in (None, {}, []):
+            output = _tool_result_attribute(attributes)
+        text = stringify(output) if output is not None else (message if failed else None)
         tool_name = attributes.get("gen_ai.tool.name")
         if not isinstance(tool_name, str) or not tool_name:
             tool_name = _tool_name(name) or kind.lower()
         call_id = attributes.get("gen_ai.tool.call.id")
+        if not isinstance(call_id, str) or builder.find_call(call_id=call_id) is None:
+            # An id the model's call does not carry (Google ADK makes its own) cannot tie the
+            # result to it; the tool's name does.
+            call_id = None
         replay.tool_run(
             tool_name,
-            call_id=call_id if isinstance(call_id, str) and call_id else None,
+            call_id=call_id,
             arguments=parse_arguments(redact_binary(observation.get("input")), "", lenient=True),
             result=text,
             failed=failed,
@@ -303,6 +316,9 @@ def _messages(value: Any, role: str) -> list[Message]:
             value = parsed
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         value = value["messages"]
+    gemini = _gemini_messages(value)
+    if gemini is not None:
+        return gemini
     if _is_choice(value):
         # A chat choice, or the GenAI `gen_ai.choice` event Pydantic AI 0.2 logs as the output:
         # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
@@ -341,6 +357,122 @@ def _is_choice(value: Any) -> bool:
         and "role" in value["message"]
         and ("index" in value or value.get("event.name") == "gen_ai.choice")
     )
+
+
+def _gemini_contents(value: Any) -> list[Mapping[str, Any]] | None:
+    """The Gemini contents in a generation's input or output, or ``None`` when it holds none.
+
+    Read: a request (``{"model", "config", "contents": [...]}``), a response with
+    ``candidates``, an ADK ``LlmResponse`` or event (``{"content": {...}, ...}``), one content
+    (``{"role", "parts"}`` whose parts have no ``type``) or a list of contents.
+    """
+    items: list[Any]
+    if isinstance(value, Mapping):
+        if isinstance(value.get("contents"), list):
+            items = value["contents"]
+        elif isinstance(value.get("candidates"), list) and value["candidates"]:
+            first = value["candidates"][0]
+            items = [first.get("content")] if isinstance(first, Mapping) else []
+        elif isinstance(value.get("content"), Mapping) and "role" not in value:
+            items = [value["content"]]
+        else:
+            items = [value]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    if items and all(_is_gemini_content(item) for item in items):
+        return items
+    return None
+
+
+def _is_gemini_content(item: Any) -> bool:
+    return (
+        isinstance(item, Mapping)
+        and isinstance(item.get("parts"), list)
+        and bool(item["parts"])
+        and all(isinstance(p, Mapping) and "type" not in p for p in item["parts"])
+        and set(item) <= {"role", "parts"}
+    )
+
+
+def _gemini_messages(value: Any) -> list[Message] | None:
+    """Gemini contents (Google ADK, the Gen AI SDK) as messages; ``None`` when not Gemini."""
+    contents = _gemini_contents(value)
+    if contents is None:
+        return None
+    messages = []
+    for content in contents:
+        role = "assistant" if content.get("role") == "model" else str(content.get("role") or "user")
+        parts: list[Part] = []
+        for raw in content["parts"]:
+            call = raw.get("function_call", raw.get("functionCall"))
+            response = raw.get("function_response", raw.get("functionResponse"))
+            if isinstance(call, Mapping):
+                args = call.get("args")
+                call_id = call.get("id")
+                parts.append(
+                    Part(
+                        "tool_call",
+                        name=str(call.get("name") or "unknown"),
+                        arguments=dict(args) if isinstance(args, Mapping) else {},
+                        call_id=call_id if isinstance(call_id, str) else None,
+                    )
+                )
+            elif isinstance(response, Mapping):
+                result = response.get("response")
+                if isinstance(result, Mapping) and len(result) == 1:
+                    # {"output": ...} or {"result": ...} alone is the text, as in `gemini`.
+                    ((key, only),) = result.items()
+                    result = only if key in ("output", "result") else result
+                response_id = response.get("id")
+                parts.append(
+                    Part(
+                        "tool_result",
+                        text=stringify(redact_binary(result)),
+                        name=str(response.get("name") or "") or None,
+                        call_id=response_id if isinstance(response_id, str) else None,
+                    )
+                )
+            elif isinstance(raw.get("text"), str):
+                kind: Literal["text", "reasoning"] = (
+                    "reasoning" if raw.get("thought") is True else "text"
+                )
+                parts.append(Part(kind, text=raw["text"]))
+        messages.append(Message(role, parts))
+    return messages
+
+
+def _gemini_text(value: Any, *, output: bool) -> str | None:
+    """The user's text in a Google ADK runner input (``new_message``), or the model's text in
+    a Gemini response or ADK event; ``None`` for any other value."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if not output and isinstance(value, Mapping) and isinstance(value.get("new_message"), Mapping):
+        value = value["new_message"]
+    messages = _gemini_messages(value)
+    if not messages:
+        return None
+    role = "assistant" if output else "user"
+    texts = [m.text for m in messages if m.role == role and m.text]
+    if not texts:
+        return None
+    return texts[-1] if output else texts[0]
+
+
+def _tool_result_attribute(attributes: Mapping[str, Any]) -> Any:
+    """A tool span's result kept in its attributes: ``gen_ai.tool.call.result``, else
+    OpenInference's ``output.value`` (of an ADK function response, its ``response``)."""
+    result = attributes.get("gen_ai.tool.call.result")
+    if result not in (None, "", {}, []):
+        return result
+    value = attributes.get("output.value")
+    if isinstance(value, Mapping) and "response" in value and "name" in value:
+        return value["response"]
+    return value if value not in ("", {}, []) else None
 
 
 def _latency_ms(observation: Mapping[str, Any]) -> float | None:
