@@ -314,42 +314,137 @@ def test_codex_exit_code_fails_the_shell_result() -> None:
 
 
 def test_langfuse_ui_download_reads_trace_and_observations() -> None:
-    record = json.loads((DATA / "langfuse" / "ui_download_agent_framework.json").read_text())
+    # A real UI download (langfuse/langfuse's framework traces): the trace's input and output
+    # are the agent span's JSON text, stored once more as a JSON string.
+    record = json.loads((DATA / "langfuse" / "microsoft-agent-2025-10-14.json").read_text())
     (trace,) = from_langfuse(record)
-    assert trace.id == "kp:trace:langfuse:6f1c9a0e2b7d4c1f8a3e5d7b9c0a1e2f"
-    assert trace.task.objective == (
-        "What's the weather in Amsterdam, and should I bring an umbrella?"
-    )
+    assert trace.id == "kp:trace:langfuse:e3a407423619277a2dcef3c13dc89982"
+    assert trace.task.objective == "What's the weather like in Portland?"
     assert _kp_import(trace)["objective_from"] == "trace_input"
     assert trace.outcome.result_summary == (
-        "It is 14 °C with light rain in Amsterdam: bring an umbrella."
+        "The weather in Portland is currently stormy with a high temperature of 19°C."
     )
     assert [(s.type, s.tool.name if s.tool else None, s.content) for s in trace.steps] == [
         ("tool_call", "get_weather", None),
-        ("observation", "get_weather", "14 °C, light rain"),
-        ("thought", None, "It is 14 °C with light rain in Amsterdam: bring an umbrella."),
+        ("observation", "get_weather", "The weather in Portland is stormy with a high of 19°C."),
+        (
+            "thought",
+            None,
+            "The weather in Portland is currently stormy with a high temperature of 19°C.",
+        ),
     ]
-    assert trace.steps[0].input == {"location": "Amsterdam"}
+    assert trace.steps[0].input == {"location": "Portland"}
+
+
+def test_langfuse_text_encoded_trace_input_is_decoded() -> None:
+    plain = {"trace": {"id": "t", "input": json.dumps(json.dumps("Plan a trip")), "output": None}}
+    record = {**plain, "observations": [{"id": "o", "type": "TOOL", "name": "search", "input": {}}]}
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "Plan a trip"
+    # Text that only looks like JSON stays as it is.
+    record["trace"]["input"] = "[draft] plan a trip"
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "[draft] plan a trip"
 
 
 def test_langfuse_responses_objects_are_read_not_dumped() -> None:
-    record = json.loads((DATA / "langfuse" / "openai_agents_openinference.json").read_text())
+    record = json.loads((DATA / "langfuse" / "openai-agents-2025-09-30.json").read_text())
     (trace,) = from_langfuse(record)
+    answer = (
+        "The weather in Tokyo is currently sunny. If you need more details like temperature or "
+        "forecast for the upcoming days, just let me know!"
+    )
+    assert trace.task.objective == "What's the weather in Tokyo?"
     assert [(s.type, s.tool.name if s.tool else None, s.content) for s in trace.steps] == [
-        ("tool_call", "lookup_population", None),
-        ("observation", "lookup_population", "522250"),
-        ("thought", None, "Lyon has about 522,250 inhabitants; doubled, that is 1,044,500."),
+        ("tool_call", "get_weather", None),
+        ("observation", "get_weather", "The weather in Tokyo is sunny."),
+        ("thought", None, answer),
     ]
+    assert trace.steps[0].input == {"city": "Tokyo"}
+    # The same response objects held as JSON text read the same.
+    for observation in record["observations"]:
+        if observation["type"] == "GENERATION":
+            observation["output"] = json.dumps(observation["output"])
+    (again,) = from_langfuse(record)
+    assert again.to_dict()["steps"] == trace.to_dict()["steps"]
+
+
+def test_langfuse_choice_event_output_is_the_assistant_message() -> None:
+    # Pydantic AI 0.2 logs a generation's output as a GenAI `gen_ai.choice` event:
+    # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
+    record = json.loads((DATA / "langfuse" / "pydantic-ai-trace-2025-06-06.json").read_text())
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "What is Langfuse?"
+    assert _kp_import(trace)["objective_from"] == "trace_input"
+    assert [s.type for s in trace.steps] == ["thought"]
+    assert (trace.steps[0].content or "").startswith(
+        "Langfuse is a tool designed for observability"
+    )
+    assert trace.steps[0].content == trace.outcome.result_summary
+
+
+def test_langfuse_decorator_arguments_are_not_the_task() -> None:
+    # A real Pydantic AI run under Langfuse's @observe: the trace input is the decorated
+    # function's arguments, {"args": ["programming"], "kwargs": {}}, not a task; the tools ran
+    # as TOOL observations named "running tool: <tool>" with the call id in their attributes.
+    record = json.loads((DATA / "langfuse" / "pydantic-ai-tools-2025-12-04.json").read_text())
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == (
+        "Select and call THREE of the available tools to get joke suggestions about 'programming'."
+    )
+    assert _kp_import(trace)["objective_from"] == "user_message"
+    tools = ["get_pun_suggestion", "get_dad_joke_suggestion", "get_one_liner_suggestion"]
+    assert [(s.type, s.tool.name if s.tool else None) for s in trace.steps] == [
+        *[("tool_call", name) for name in tools],
+        *[("observation", name) for name in tools],
+        ("thought", None),
+        ("thought", None),
+        ("tool_call", "final_result"),
+    ]
+    assert trace.steps[3].content == (
+        "Pun idea: Play on words related to 'programming' - think about homophones or double "
+        "meanings"
+    )
+    assert trace.outcome.result_summary == (
+        "Why do programmers hate nature?  \nIt has too many bugs!"
+    )
+    # Without any user message the arguments are the objective, marked defaulted.
+    for observation in record["observations"]:
+        observation["input"] = None
+    (bare,) = from_langfuse(record)
+    assert bare.task.objective == '{"args": ["programming"], "kwargs": {}}'
+    assert _kp_import(bare)["objective_from"] == "trace_input"
+    assert "objective" in _kp_import(bare)["defaulted"]
+
+
+def test_langfuse_gemini_contents_of_google_adk() -> None:
+    # A real Google ADK run via OpenInference: generations hold Gemini requests
+    # ({model, config, contents}) and responses ({content: {parts, role: model}}), the trace
+    # input is the runner's arguments with the user's `new_message`; the TOOL observation's
+    # output is empty and its call id is not the one in the model's call.
+    record = json.loads((DATA / "langfuse" / "google-adk-2025-08-28.json").read_text())
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "hi"
+    assert _kp_import(trace)["objective_from"] == "trace_input"
+    assert [(s.type, s.tool.name if s.tool else None, s.content) for s in trace.steps] == [
+        ("tool_call", "say_hello", None),
+        ("observation", "say_hello", '{"greeting": "Hello Langfuse 👋"}'),
+        ("thought", None, "Hello Langfuse 👋!\n"),
+    ]
+    assert trace.outcome.result_summary == "Hello Langfuse 👋!\n"
 
 
 def test_langfuse_langchain_tool_definitions_and_list_results() -> None:
-    record = json.loads((DATA / "langfuse" / "langgraph_preamble_tools.json").read_text())
+    record = json.loads((DATA / "langfuse" / "langgraph-2025-08-22.json").read_text())
     (trace,) = from_langfuse(record)
-    assert trace.task.objective == "Which documents mention the 2024 refund policy?"
+    assert trace.task.objective == "Search the web for 'example' and summarize."
+    assert _kp_import(trace)["objective_from"] == "trace_input"
     assert _kp_import(trace)["objective_context"] == ["Be helpful!"]
     assert [s.type for s in trace.steps] == ["tool_call", "observation", "thought"]
-    documents = json.loads(trace.steps[1].content or "")
-    assert [d["metadata"]["source"] for d in documents] == ["refund-policy.md", "faq.md"]
+    assert json.loads(trace.steps[1].content or "") == [
+        {"url": "https://example.com", "title": "Example Result", "q": "example"}
+    ]
+    assert (trace.outcome.result_summary or "").startswith('The search for "example" primarily')
 
 
 def test_a_list_valued_tool_message_is_not_empty() -> None:

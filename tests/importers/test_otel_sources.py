@@ -263,3 +263,24 @@ def test_importing_twice_gives_the_same_bytes() -> None:
     assert all(
         "created_at" not in json.loads(t)["metadata"]["kp_import"]["defaulted"] for t in first
     )
+
+
+def test_semantic_kernel_console_span_with_content_events() -> None:
+    # Real ConsoleLogExporter and ConsoleSpanExporter output of Semantic Kernel (Python, 2024):
+    # the span's operation is "chat.completions" and its messages are JSON text in the
+    # attributes of its `gen_ai.content.prompt` and `gen_ai.content.completion` events.
+    units = _units(DATA / "otel" / "semantic_kernel_console.jsonl")
+    # The log record is not a GenAI event: read, and no trace of its own.
+    assert [(u.problems, len(u.traces)) for u in units] == [([], 0), ([], 1)]
+    (trace,) = units[1].traces
+    assert trace.task.objective == "Why is the sky blue in one sentence?"
+    assert [(s["type"], s.get("content")) for s in steps(trace)] == [
+        (
+            "thought",
+            "The sky appears blue because shorter blue wavelengths of sunlight are scattered "
+            "in all directions by the molecules and particles in the atmosphere more "
+            "effectively than other colors.",
+        )
+    ]
+    assert _kp_import(trace)["otel_trace_id"] == "e23e2c10785ea61ffc9f28be19482a80"
+    assert _kp_import(trace)["notes"] == ["root span missing"]

@@ -4,33 +4,38 @@ Input: the UI's download ``{"trace": {...}, "observations": [...]}``, a trace as
 ``GET /api/public/traces/{traceId}`` returns it (``id``, ``timestamp``, ``name``, ``input``,
 ``output``, ``observations`` as objects), a list of them, or ``{"data": [...]}``.
 Observations are ordered by ``startTime`` and read by ``type``; generation messages may be
-chat messages, OTel GenAI messages with ``parts``, or Responses API objects and items (see
-``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
+chat messages, OTel GenAI messages with ``parts``, Responses API objects and items, or Gemini
+contents (Google ADK; see ``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
 - ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
-  (an assistant message, a list of them, or text) → thoughts, tool calls and tool results,
-  each once; ``model`` → ``kp_import.model``; ``level: ERROR`` → a failed observation of
-  ``statusMessage``;
+  (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event, or text)
+  → thoughts, tool calls and tool results, each once; ``model`` → ``kp_import.model``;
+  ``level: ERROR`` → a failed observation of ``statusMessage``;
 - ``TOOL``, ``RETRIEVER``: tool_call ``name`` with ``input`` (unless a generation already
   holds the call), then an observation of ``output``; ``level: ERROR`` → failed, with
-  ``statusMessage`` as the text when there is no output;
+  ``statusMessage`` as the text when there is no output. Observations ingested over OTel are
+  named after their span (``execute_tool <tool>``, Pydantic AI's ``running tool: <tool>``):
+  the tool is the span's ``gen_ai.tool.name`` attribute (kept in ``metadata.attributes``),
+  else the name without that prefix, and ``gen_ai.tool.call.id`` ties it to its call;
 - ``AGENT``: the first one's ``name`` → ``agent_id``;
 - ``EVENT``, ``GUARDRAIL``: an observation of ``output`` when there is one (``ERROR`` →
   failed);
 - ``SPAN``, ``CHAIN`` and the rest: a failed observation of ``statusMessage`` when they are
   ``ERROR`` and no observation under them already is; otherwise nothing.
 
-The trace's ``input`` → objective (else the first user message of a generation, else the
-trace's ``name``, defaulted), ``output`` →
-result summary, ``timestamp`` → ``created_at``, ``id`` → source id; an ``ERROR`` on an
-``AGENT`` or top-level observation → success false.
+The trace's ``input`` (the UI's download holds it, like ``output``, as a JSON string literal
+of the span's text: decoded; the ``@observe`` decorator's record of a function's arguments,
+``{"args": [...], "kwargs": {...}}``, is not a task and only a fallback) → objective (else the first user message of a generation, else
+the trace's ``name``, defaulted), ``output`` → result summary, ``timestamp`` →
+``created_at``, ``id`` → source id; an ``ERROR`` on an ``AGENT`` or top-level observation →
+success false.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from knowledgepulse._schema import ReasoningTrace
 from knowledgepulse.io._reader import json_type_name
@@ -40,6 +45,7 @@ from ._builder import TraceBuilder
 from ._genai_parts import semconv_messages
 from ._messages import (
     Message,
+    Part,
     is_response_object,
     is_tool_definition,
     message_from_chat,
@@ -115,12 +121,24 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     if isinstance(trace.get("id"), str) and trace["id"]:
         builder.source_id = trace["id"]
     builder.note_time(parse_timestamp(trace.get("timestamp")))
-    builder.user_message(
-        text_from_value(redact_binary(trace.get("input"))), origin=FROM_TRACE_INPUT
-    )
+    trace_input = _unquoted(trace.get("input"))
+    arguments = _call_arguments_text(trace_input)
+    if arguments is not None:
+        # Langfuse's @observe decorator records the decorated function's arguments as the trace
+        # input: not a statement of the task. The first user message of a generation is the
+        # objective; the arguments are only the fallback.
+        builder.default_objective(arguments, FROM_TRACE_INPUT)
+    else:
+        builder.user_message(
+            _gemini_text(trace_input, output=False) or text_from_value(redact_binary(trace_input)),
+            origin=FROM_TRACE_INPUT,
+        )
     if isinstance(trace.get("name"), str):
         builder.default_objective(trace["name"], FROM_TRACE_NAME)
-    summary = text_from_value(redact_binary(trace.get("output")), output=True)
+    trace_output = _unquoted(trace.get("output"))
+    summary = _gemini_text(trace_output, output=True) or text_from_value(
+        redact_binary(trace_output), output=True
+    )
     if summary is not None:
         builder.result_summary = summary
     if isinstance(trace.get("sessionId"), str):
@@ -140,6 +158,77 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     for observation in observations:
         _step(replay, observation, failed_under)
     return builder.build(trace, options)
+
+
+def _unquoted(value: Any) -> Any:
+    """``value`` without the JSON string encodings around it.
+
+    The UI's download holds the trace's ``input`` and ``output`` as JSON text of the stored
+    text, so a span's message list arrives as a JSON string literal whose value is the list's
+    JSON text (seen in real downloads of Microsoft Agent Framework and LangGraph traces). Each
+    level that is a JSON string literal is decoded; text that is not one stays as it is.
+    """
+    for _ in range(4):  # the downloads seen hold two levels; a bound keeps it cheap
+        if not isinstance(value, str):
+            return value
+        stripped = value.strip()
+        if len(stripped) < 2 or stripped[0] != '"' or stripped[-1] != '"':
+            return value
+        try:
+            decoded = json.loads(stripped)
+        except json.JSONDecodeError:
+            return value
+        if not isinstance(decoded, str):
+            return value
+        value = decoded
+    return value
+
+
+def _call_arguments_text(value: Any) -> str | None:
+    """The text of a trace input that is a function's arguments as ``@observe`` records them
+    (``{"args": [...], "kwargs": {...}}``), or ``None`` for any other input."""
+    parsed = value
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if (
+        isinstance(parsed, Mapping)
+        and set(parsed) == {"args", "kwargs"}
+        and isinstance(parsed["args"], list)
+        and isinstance(parsed["kwargs"], Mapping)
+    ):
+        return value if isinstance(value, str) else json.dumps(parsed, ensure_ascii=False)
+    return None
+
+
+# Span names of tool observations ingested over OTel: "execute_tool <tool>" (GenAI semantic
+# conventions), "running tool: <tool>" (Pydantic AI).
+_TOOL_SPAN_PREFIXES = ("execute_tool", "running tool:")
+
+
+def _tool_name(name: str | None) -> str | None:
+    if not name:
+        return None
+    for prefix in _TOOL_SPAN_PREFIXES:
+        if name.startswith(prefix) and name[len(prefix) :].strip():
+            return name[len(prefix) :].strip()
+    return name
+
+
+def _span_attributes(observation: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The span attributes Langfuse keeps in an OTel-ingested observation's metadata."""
+    metadata = observation.get("metadata")
+    if isinstance(metadata, str) and metadata.strip().startswith("{"):
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError:
+            return {}
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("attributes"), Mapping):
+        attributes: Mapping[str, Any] = metadata["attributes"]
+        return attributes
+    return {}
 
 
 def _observations(trace: Mapping[str, Any], path: str) -> list[dict[str, Any]]:
@@ -185,12 +274,21 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
         if isinstance(observation.get("model"), str) and observation["model"]:
             builder.info.setdefault("model", observation["model"])
     elif kind in _TOOLS:
+        attributes = _span_attributes(observation)
+        if output in (None, {}, []):
+            output = _tool_result_attribute(attributes)
         text = stringify(output) if output is not None else (message if failed else None)
-        # Observations ingested over OTel are named after the span: "execute_tool <tool>".
-        tool_name = (name or "").removeprefix("execute_tool").strip() or name or kind.lower()
+        tool_name = attributes.get("gen_ai.tool.name")
+        if not isinstance(tool_name, str) or not tool_name:
+            tool_name = _tool_name(name) or kind.lower()
+        call_id = attributes.get("gen_ai.tool.call.id")
+        if not isinstance(call_id, str) or builder.find_call(call_id=call_id) is None:
+            # An id the model's call does not carry (Google ADK makes its own) cannot tie the
+            # result to it; the tool's name does.
+            call_id = None
         replay.tool_run(
             tool_name,
-            call_id=None,
+            call_id=call_id,
             arguments=parse_arguments(redact_binary(observation.get("input")), "", lenient=True),
             result=text,
             failed=failed,
@@ -218,6 +316,13 @@ def _messages(value: Any, role: str) -> list[Message]:
             value = parsed
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         value = value["messages"]
+    gemini = _gemini_messages(value)
+    if gemini is not None:
+        return gemini
+    if _is_choice(value):
+        # A chat choice, or the GenAI `gen_ai.choice` event Pydantic AI 0.2 logs as the output:
+        # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
+        value = value["message"]
     if is_response_object(value):
         return responses_messages(value["output"])
     if isinstance(value, str):
@@ -242,6 +347,132 @@ def _messages(value: Any, role: str) -> list[Message]:
         if message is not None:
             messages.append(message)
     return messages
+
+
+def _is_choice(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and "role" not in value
+        and isinstance(value.get("message"), Mapping)
+        and "role" in value["message"]
+        and ("index" in value or value.get("event.name") == "gen_ai.choice")
+    )
+
+
+def _gemini_contents(value: Any) -> list[Mapping[str, Any]] | None:
+    """The Gemini contents in a generation's input or output, or ``None`` when it holds none.
+
+    Read: a request (``{"model", "config", "contents": [...]}``), a response with
+    ``candidates``, an ADK ``LlmResponse`` or event (``{"content": {...}, ...}``), one content
+    (``{"role", "parts"}`` whose parts have no ``type``) or a list of contents.
+    """
+    items: list[Any]
+    if isinstance(value, Mapping):
+        if isinstance(value.get("contents"), list):
+            items = value["contents"]
+        elif isinstance(value.get("candidates"), list) and value["candidates"]:
+            first = value["candidates"][0]
+            items = [first.get("content")] if isinstance(first, Mapping) else []
+        elif isinstance(value.get("content"), Mapping) and "role" not in value:
+            items = [value["content"]]
+        else:
+            items = [value]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    if items and all(_is_gemini_content(item) for item in items):
+        return items
+    return None
+
+
+def _is_gemini_content(item: Any) -> bool:
+    return (
+        isinstance(item, Mapping)
+        and isinstance(item.get("parts"), list)
+        and bool(item["parts"])
+        and all(isinstance(p, Mapping) and "type" not in p for p in item["parts"])
+        and set(item) <= {"role", "parts"}
+    )
+
+
+def _gemini_messages(value: Any) -> list[Message] | None:
+    """Gemini contents (Google ADK, the Gen AI SDK) as messages; ``None`` when not Gemini."""
+    contents = _gemini_contents(value)
+    if contents is None:
+        return None
+    messages = []
+    for content in contents:
+        role = "assistant" if content.get("role") == "model" else str(content.get("role") or "user")
+        parts: list[Part] = []
+        for raw in content["parts"]:
+            call = raw.get("function_call", raw.get("functionCall"))
+            response = raw.get("function_response", raw.get("functionResponse"))
+            if isinstance(call, Mapping):
+                args = call.get("args")
+                call_id = call.get("id")
+                parts.append(
+                    Part(
+                        "tool_call",
+                        name=str(call.get("name") or "unknown"),
+                        arguments=dict(args) if isinstance(args, Mapping) else {},
+                        call_id=call_id if isinstance(call_id, str) else None,
+                    )
+                )
+            elif isinstance(response, Mapping):
+                result = response.get("response")
+                if isinstance(result, Mapping) and len(result) == 1:
+                    # {"output": ...} or {"result": ...} alone is the text, as in `gemini`.
+                    ((key, only),) = result.items()
+                    result = only if key in ("output", "result") else result
+                response_id = response.get("id")
+                parts.append(
+                    Part(
+                        "tool_result",
+                        text=stringify(redact_binary(result)),
+                        name=str(response.get("name") or "") or None,
+                        call_id=response_id if isinstance(response_id, str) else None,
+                    )
+                )
+            elif isinstance(raw.get("text"), str):
+                kind: Literal["text", "reasoning"] = (
+                    "reasoning" if raw.get("thought") is True else "text"
+                )
+                parts.append(Part(kind, text=raw["text"]))
+        messages.append(Message(role, parts))
+    return messages
+
+
+def _gemini_text(value: Any, *, output: bool) -> str | None:
+    """The user's text in a Google ADK runner input (``new_message``), or the model's text in
+    a Gemini response or ADK event; ``None`` for any other value."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if not output and isinstance(value, Mapping) and isinstance(value.get("new_message"), Mapping):
+        value = value["new_message"]
+    messages = _gemini_messages(value)
+    if not messages:
+        return None
+    role = "assistant" if output else "user"
+    texts = [m.text for m in messages if m.role == role and m.text]
+    if not texts:
+        return None
+    return texts[-1] if output else texts[0]
+
+
+def _tool_result_attribute(attributes: Mapping[str, Any]) -> Any:
+    """A tool span's result kept in its attributes: ``gen_ai.tool.call.result``, else
+    OpenInference's ``output.value`` (of an ADK function response, its ``response``)."""
+    result = attributes.get("gen_ai.tool.call.result")
+    if result not in (None, "", {}, []):
+        return result
+    value = attributes.get("output.value")
+    if isinstance(value, Mapping) and "response" in value and "name" in value:
+        return value["response"]
+    return value if value not in ("", {}, []) else None
 
 
 def _latency_ms(observation: Mapping[str, Any]) -> float | None:

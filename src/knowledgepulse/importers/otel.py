@@ -142,9 +142,11 @@ def _classify(span: Span) -> str:
         return "agent"
     if operation in _LLM_OPERATIONS or kind == "LLM":
         return "llm"
-    if operation is None and not kind:
-        if "gen_ai.tool.name" in span.attrs:
+    if not kind:
+        if operation is None and "gen_ai.tool.name" in span.attrs:
             return "tool"
+        # An operation named otherwise (Semantic Kernel's "chat.completions") with messages is
+        # a model call all the same.
         if _has_messages(span):
             return "llm"
     return "other"
