@@ -337,8 +337,13 @@ def test_langfuse_ui_download_reads_trace_and_observations() -> None:
 
 
 def test_langfuse_text_encoded_trace_input_is_decoded() -> None:
-    plain = {"trace": {"id": "t", "input": json.dumps(json.dumps("Plan a trip")), "output": None}}
-    record = {**plain, "observations": [{"id": "o", "type": "TOOL", "name": "search", "input": {}}]}
+    plain: dict[str, Any] = {
+        "trace": {"id": "t", "input": json.dumps(json.dumps("Plan a trip")), "output": None}
+    }
+    record: dict[str, Any] = {
+        **plain,
+        "observations": [{"id": "o", "type": "TOOL", "name": "search", "input": {}}],
+    }
     (trace,) = from_langfuse(record)
     assert trace.task.objective == "Plan a trip"
     # Text that only looks like JSON stays as it is.

@@ -307,15 +307,7 @@ def _messages(value: Any, role: str) -> list[Message]:
     Agent Framework, Pydantic AI), a Responses API response or its items (OpenAI Agents via
     OpenInference); LangChain's tool definitions logged as ``role: "tool"`` are not messages.
     """
-    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = None
-        if is_response_object(parsed) or isinstance(parsed, list):
-            value = parsed
-    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
-        value = value["messages"]
+    value = _unwrapped(value)
     gemini = _gemini_messages(value)
     if gemini is not None:
         return gemini
@@ -333,20 +325,36 @@ def _messages(value: Any, role: str) -> list[Message]:
         return []
     if is_responses_items(value):
         return responses_messages(value)
-    messages: list[Message] = []
-    for item in value:
-        if is_tool_definition(item):
-            continue
-        if isinstance(item, Mapping) and isinstance(item.get("parts"), list):
-            try:
-                messages.extend(semconv_messages([item], ""))
-            except ConversionError:
-                continue
-            continue
-        message = message_from_chat(item)
-        if message is not None:
-            messages.append(message)
-    return messages
+    return [message for item in value for message in _item_messages(item)]
+
+
+def _unwrapped(value: Any) -> Any:
+    """``value`` with JSON text that holds a response or a list parsed, and a
+    ``{"messages": [...]}`` wrapper taken off."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = None
+        if is_response_object(parsed) or isinstance(parsed, list):
+            value = parsed
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    return value
+
+
+def _item_messages(item: Any) -> list[Message]:
+    """The messages of one list item: none for a tool definition, OTel GenAI ``parts``
+    messages, else a chat message."""
+    if is_tool_definition(item):
+        return []
+    if isinstance(item, Mapping) and isinstance(item.get("parts"), list):
+        try:
+            return semconv_messages([item], "")
+        except ConversionError:
+            return []
+    message = message_from_chat(item)
+    return [] if message is None else [message]
 
 
 def _is_choice(value: Any) -> bool:
