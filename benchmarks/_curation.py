@@ -40,23 +40,31 @@ def edited_pile(
     sources = sorted(rng.sample(range(len(base)), len(base) // 2))
     pile = list(base)
     for k in range(copies):
-        trace = copy.deepcopy(base[sources[k % len(sources)]])
-        trace["id"] = f"{trace['id']}:copy-{k}"
-        rate = rng.uniform(0.01, 0.05)
-        for step in trace["steps"]:
-            content = step.get("content")
-            if isinstance(content, str) and content:
-                tokens = content.split(" ")
-                for i in range(len(tokens)):
-                    if rng.random() < rate:
-                        tokens[i] = rng.choice(words)
-                step["content"] = " ".join(tokens)
-        if len(trace["steps"]) > 2 and rng.random() < 1 / 3:
-            del trace["steps"][rng.randrange(1, len(trace["steps"]))]
-            for i, step in enumerate(trace["steps"]):
-                step["step_id"] = i
-        pile.append(trace)
+        pile.append(edited_copy(base[sources[k % len(sources)]], k, rng, words))
     return pile
+
+
+def edited_copy(
+    trace: dict[str, Any], k: int, rng: random.Random, words: list[str]
+) -> dict[str, Any]:
+    """A copy of ``trace`` with the id suffix ``:copy-k``: 1-5 % of its words replaced by
+    ``words`` (drawn with ``rng``), one step dropped in a third of the copies."""
+    trace = copy.deepcopy(trace)
+    trace["id"] = f"{trace['id']}:copy-{k}"
+    rate = rng.uniform(0.01, 0.05)
+    for step in trace["steps"]:
+        content = step.get("content")
+        if isinstance(content, str) and content:
+            tokens = content.split(" ")
+            for i in range(len(tokens)):
+                if rng.random() < rate:
+                    tokens[i] = rng.choice(words)
+            step["content"] = " ".join(tokens)
+    if len(trace["steps"]) > 2 and rng.random() < 1 / 3:
+        del trace["steps"][rng.randrange(1, len(trace["steps"]))]
+        for i, step in enumerate(trace["steps"]):
+            step["step_id"] = i
+    return trace
 
 
 class _Vectors:

@@ -1,0 +1,278 @@
+"""Curation at scale: ``kp curate`` on realistic piles of 10^4, 10^5, 10^6 traces, and SemHash
+on the same pile in the same run.
+
+The pile of size N: the 200 tau-bench conversations, then edited copies of them in turn (1-5 %
+of the words replaced by words of the corpus, one step dropped in a third of them:
+:func:`benchmarks._curation.edited_copy`), written as gzip JSONL.
+
+Per size, each measured in its own process (so that each peak RSS is its own):
+
+- ``kp curate --first-pass static`` through the CLI (whichever version is installed): wall time,
+  traces/s, tokens/s, peak RSS;
+- the static pass alone (``knowledgepulse`` static embedder over the whole traces): tokenising
+  and pooling timed apart, which says which of the two bounds it;
+- SemHash (``semhash``) self-deduplication with the same static table as a model2vec model
+  (SemHash cuts each text at 512 tokens: compared per token seen);
+- SemHash with sentence-transformers all-MiniLM-L6-v2 (cut at 256 tokens), on the first
+  ``minilm_traces`` traces only: its time per trace is the point, not the whole pile.
+
+A size whose ``kp curate`` would take longer than the time budget at the rate measured on the
+previous size is printed as not measured, with that reason.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ._figures import Figure, report
+
+#: kp curate's default near-duplicate similarity; SemHash runs at the same threshold.
+SIMILARITY = 0.95
+
+
+def write_pile(path: Path, size: int, seed: int = 11) -> Path:
+    """A gzip JSONL of ``size`` traces: the tau-bench conversations, then edited copies."""
+    from . import _corpus
+    from ._curation import edited_copy
+
+    base = _corpus.tau_bench_traces()
+    rng = random.Random(seed)
+    words = [w for t in base for s in t["steps"] for w in str(s.get("content", "")).split()]
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as handle:
+        for i in range(size):
+            trace = base[i] if i < len(base) else edited_copy(base[i % len(base)], i, rng, words)
+            handle.write(json.dumps(trace, separators=(",", ":")) + "\n")
+    return path
+
+
+def _texts(path: Path, limit: int | None) -> list[str]:
+    """The embedded text of each trace of the pile (its first ``limit``)."""
+    import knowledgepulse as kp
+
+    texts = []
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if limit is not None and len(texts) >= limit:
+                break
+            texts.append(kp.ReasoningTrace.model_validate_json(line).embedding_text)
+    return texts
+
+
+def _peak_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
+    """One measurement in this process (see the module); a JSON-able result."""
+    texts = _texts(path, limit)
+    from knowledgepulse.embedding._static import StaticEmbedder
+
+    static = StaticEmbedder()
+    static.warm_up()
+    if kind == "static":
+        started = time.perf_counter()
+        ids = static.token_ids(texts)
+        tokenised = time.perf_counter()
+        static.embed_ids(ids)
+        done = time.perf_counter()
+        return {
+            "traces": len(texts),
+            "tokens": sum(len(i) for i in ids),
+            "tokenise_s": tokenised - started,
+            "pool_s": done - tokenised,
+            "seconds": done - started,
+            "peak_mib": _peak_mib(),
+        }
+    from semhash import SemHash
+
+    if kind == "semhash-static":
+        import tokenizers
+        from model2vec import StaticModel
+
+        loaded = static.model
+        tokenizer = tokenizers.Tokenizer.from_file(str(loaded.model_dir / "tokenizer.json"))
+        model: Any = StaticModel(vectors=loaded.table, tokenizer=tokenizer, normalize=True)
+        seen = sum(min(len(i), 512) for i in static.token_ids(texts))
+        started = time.perf_counter()
+        model.encode(texts)  # the embedding alone, to compare with the static pass per token
+        encode_s: float | None = time.perf_counter() - started
+    else:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        from knowledgepulse.embedding._minilm import resolve_model_dir
+
+        torch.set_num_threads(os.cpu_count() or 1)
+        model = SentenceTransformer(str(resolve_model_dir(None)[0]), device="cpu")
+        tokenizer = model.tokenizer
+        cut = int(model.max_seq_length)
+        seen = sum(min(len(tokenizer(t)["input_ids"]), cut) for t in texts)
+        encode_s = None
+    started = time.perf_counter()
+    semhash = SemHash.from_records(texts, model=model)
+    indexed = time.perf_counter()
+    result = semhash.self_deduplicate(threshold=SIMILARITY)
+    done = time.perf_counter()
+    return {
+        "traces": len(texts),
+        "tokens_seen": seen,
+        "encode_s": encode_s,
+        "index_s": indexed - started,
+        "dedup_s": done - indexed,
+        "seconds": done - started,
+        "kept": len(result.selected),
+        "peak_mib": _peak_mib(),
+    }
+
+
+def _run_worker(kind: str, path: Path, limit: int | None) -> dict[str, Any] | str:
+    """The worker's result, or why there is none (its last line of error)."""
+    command = [sys.executable, "-m", "benchmarks._curation_scale", kind, str(path)]
+    if limit is not None:
+        command.append(str(limit))
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return lines[-1] if lines else f"exit {done.returncode}"
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_kp_curate(path: Path, out: Path) -> tuple[float, float, int] | str:
+    """Seconds, peak RSS (MiB) and kept count of ``kp curate --first-pass static`` on ``path``,
+    or why it failed."""
+    args = [
+        sys.executable, "-m", "knowledgepulse", "curate", str(path), "-q",
+        "-o", str(out / "kept.jsonl"), "--groups", str(out / "groups.jsonl"),
+        "--first-pass", "static",
+    ]  # fmt: skip
+    wrapper = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "d = time.perf_counter() - t; "
+        "print(p.stderr.strip().splitlines()[-1:] if p.returncode else '', file=sys.stderr); "
+        "print(d, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper, *args], capture_output=True, text=True, check=False
+    )
+    seconds, max_rss_kib, code = done.stdout.split()
+    if code != "0":
+        return f"kp curate exited {code}: {done.stderr.strip()[-200:]}"
+    with (out / "kept.jsonl").open(encoding="utf-8") as kept:
+        count = sum(1 for _ in kept)
+    return float(seconds), int(max_rss_kib) / 1024, count
+
+
+def bench_curation_scale(
+    sizes: list[int], budget_s: float = 1800.0, minilm_traces: int = 1000
+) -> None:
+    """The figures of the module, per size (see the module)."""
+    from . import _corpus
+
+    if not _corpus.TAU_BENCH.is_file():
+        report(Figure("curation at scale", None, "", note="tau-bench not installed"))
+        return
+    rate: float | None = None
+    for size in sizes:
+        label = f"curation, {size:,} traces"
+        if rate is not None and size / rate > budget_s:
+            reason = (
+                f"not measured (at the {rate:.0f} traces/s measured on the previous size, "
+                f"~{size / rate / 60:.0f} min > the {budget_s / 60:.0f} min budget)"
+            )
+            report(Figure(f"{label}: kp curate --first-pass static", None, "traces/s", note=reason))
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            path = write_pile(folder / "pile.jsonl.gz", size)
+            static = _run_worker("static", path, None)
+            tokens = static["tokens"] if isinstance(static, dict) else None
+            curated = run_kp_curate(path, folder)
+            load = f"load {os.getloadavg()[0]:.2f}"
+            if isinstance(curated, str):
+                report(Figure(f"{label}: kp curate", None, "traces/s", note=curated))
+            else:
+                seconds, peak, kept = curated
+                rate = size / seconds
+                per_token = f", {tokens / seconds:,.0f} tokens/s" if tokens else ""
+                report(
+                    Figure(
+                        f"{label}: kp curate --first-pass static",
+                        rate,
+                        "traces/s",
+                        370,
+                        False,
+                        note=f"{seconds:.0f} s{per_token}, kept {kept:,}, {load}",
+                    )
+                )
+                report(Figure("  peak RSS", peak, "MiB", 1536))
+            _report_static(static)
+            semhash = _run_worker("semhash-static", path, None)
+            _report_semhash(semhash, "same static model", static)
+            minilm = _run_worker("semhash-minilm", path, min(size, minilm_traces))
+            _report_semhash(minilm, "sentence-transformers MiniLM", None)
+
+
+def _report_static(static: dict[str, Any] | str) -> None:
+    if isinstance(static, str):
+        report(Figure("  static pass", None, "tokens/s", note=static))
+        return
+    report(
+        Figure(
+            f"  static pass, whole traces ({static['tokens'] / static['traces']:,.0f} tokens each)",
+            static["tokens"] / static["seconds"],
+            "tokens/s",
+            note=f"{static['traces'] / static['seconds']:,.0f} traces/s; tokenising "
+            f"{static['tokenise_s']:.1f} s, pooling {static['pool_s']:.1f} s; "
+            f"peak RSS {static['peak_mib']:.0f} MiB",
+        )
+    )
+
+
+def _report_semhash(
+    result: dict[str, Any] | str, model: str, static: dict[str, Any] | str | None
+) -> None:
+    if isinstance(result, str):
+        report(Figure(f"  SemHash, {model}", None, "tokens/s", note=result))
+        return
+    rate = result["tokens_seen"] / result["seconds"]
+    report(
+        Figure(
+            f"  SemHash, {model}, {result['traces']:,} traces, per token seen",
+            rate,
+            "tokens/s",
+            note=f"{result['traces'] / result['seconds']:,.1f} traces/s; embed+index "
+            f"{result['index_s']:.1f} s, dedup {result['dedup_s']:.1f} s; kept "
+            f"{result['kept']:,} at {SIMILARITY}; peak RSS {result['peak_mib']:.0f} MiB",
+        )
+    )
+    if isinstance(static, dict) and result["encode_s"]:
+        ours = static["tokens"] / static["seconds"]
+        theirs = result["tokens_seen"] / result["encode_s"]
+        report(
+            Figure(
+                "  static pass / SemHash's embedding (model2vec), per token",
+                ours / theirs,
+                "×",
+                1.0,
+                False,
+                note=f"{ours:,.0f} vs {theirs:,.0f} tokens/s",
+            )
+        )
+
+
+if __name__ == "__main__":
+    limit = int(sys.argv[3]) if len(sys.argv) > 3 else None
+    print(json.dumps(_worker(sys.argv[1], Path(sys.argv[2]), limit)))
