@@ -9,6 +9,7 @@ against the rows when loaded, extended with the rows it lacks and rebuilt when i
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from pathlib import Path
@@ -26,29 +27,46 @@ logger = logging.getLogger("knowledgepulse")
 FloatArray = npt.NDArray[np.float32]
 #: From this many vectors up, queries go through the ANN index (when usearch is installed).
 ANN_THRESHOLD = 50_000
-#: Candidates the ANN index returns per query before the exact re-ranking.
-ANN_CANDIDATES = 16
+#: Candidates the ANN index returns per query before the exact re-ranking. The graph walk
+#: compares half-precision vectors, so near-equal neighbours come back out of order: asking
+#: for more candidates and re-ranking them exactly recovers the true nearest far more cheaply
+#: than a wider walk (docs/performance.md, "ANN index").
+ANN_CANDIDATES = 64
+#: Candidates the graph search explores per query: past this, recall grows slowly while the
+#: latency grows linearly (the sweep is in docs/performance.md).
+EXPANSION_SEARCH = 256
+
+#: How the graph is built: links per node, candidates explored per insertion, the scalar kind
+#: stored. More links and a wider insertion walk make a graph whose greedy search finds the
+#: nearest far more often at a million vectors (where 16 links lost half of them), for a
+#: slower build; i8 loses too much precision for the re-ranking to repair, half precision
+#: halves memory against f32 at no measurable loss once candidates are re-ranked exactly.
+#: Recorded beside a saved graph: a graph built with other settings is rebuilt on load.
+HNSW_SETTINGS: dict[str, Any] = {"connectivity": 32, "expansion_add": 128, "dtype": "f16"}
 
 
-#: Candidates the graph search explores per query. Measured on 100,000 clustered vectors
-#: (benchmarks/_kb.py's, 500 queries, 2 shared cores): recall@1 after the exact re-ranking
-#: 0.950 at 64 (p50 0.51 ms), 0.992 at 128 (0.91 ms), 1.000 at 256 (3.7 ms).
-EXPANSION_SEARCH = 128
-
-
-#: HNSW settings: measured on 2 cores, expansion 64 builds ~5x faster than usearch's default
-#: 128 at the same recall once candidates are re-ranked exactly; half-precision halves memory.
 def _new_hnsw(dimensions: int) -> Any:
     from usearch.index import Index
 
     return Index(
         ndim=dimensions,
         metric="ip",
-        dtype="f16",
-        connectivity=16,
-        expansion_add=64,
         expansion_search=EXPANSION_SEARCH,
+        **HNSW_SETTINGS,
     )
+
+
+def _settings_path(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def _saved_settings(path: Path) -> dict[str, Any] | None:
+    """The build settings recorded beside a saved graph (None: none readable)."""
+    try:
+        found = json.loads(_settings_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 class VectorIndex:
@@ -177,27 +195,50 @@ class VectorIndex:
         index = _new_hnsw(self.dimensions)
         path = self.ann_path
         if path is not None and path.exists():
-            try:
-                index.load(str(path))
-            except Exception as exc:  # a damaged or foreign file: rebuild from the rows
-                logger.warning("knowledgepulse: rebuilding the ANN index %s (%s)", path, exc)
-                index = _new_hnsw(self.dimensions)
-            if index.size > self._size or index.ndim != self.dimensions:
-                logger.warning("knowledgepulse: the ANN index %s is stale; rebuilding it", path)
-                index = _new_hnsw(self.dimensions)
-        # A saved index brings its own search setting: this version's applies.
+            settings = _saved_settings(path)
+            if settings != HNSW_SETTINGS:
+                # Built by another version: its links would keep the old recall for good.
+                logger.warning(
+                    "knowledgepulse: the ANN index %s was built with other settings (%s, now "
+                    "%s); rebuilding it",
+                    path,
+                    settings,
+                    HNSW_SETTINGS,
+                )
+            else:
+                index = self._read_ann(path, index)
+        # usearch keeps neither expansion in the file: this version's apply to a loaded graph
+        # too (the insertion one matters for the rows added after the load).
+        index.expansion_add = HNSW_SETTINGS["expansion_add"]
         index.expansion_search = EXPANSION_SEARCH
         self._ann_rows = int(index.size)
         return index
 
+    def _read_ann(self, path: Path, index: Any) -> Any:
+        """``index`` loaded from ``path``, or a fresh one where the file is unusable."""
+        try:
+            index.load(str(path))
+        except Exception as exc:  # a damaged or foreign file: rebuild from the rows
+            logger.warning("knowledgepulse: rebuilding the ANN index %s (%s)", path, exc)
+            return _new_hnsw(self.dimensions)
+        if index.size > self._size or index.ndim != self.dimensions:
+            logger.warning("knowledgepulse: the ANN index %s is stale; rebuilding it", path)
+            return _new_hnsw(self.dimensions)
+        return index
+
     def save_ann(self) -> None:
-        """Write the ANN index beside the base (if one was built), so the next open reuses it."""
+        """Write the ANN index beside the base (if one was built), with the settings it was
+        built with, so that the next open reuses it."""
         with self._lock:
             if self._ann is not None and self.ann_path is not None and self._ann_rows:
                 tmp = self.ann_path.with_name(self.ann_path.name + ".tmp")
                 self._ann.save(str(tmp))
                 tmp.chmod(0o600)  # the base's vectors, private like the base itself
                 tmp.replace(self.ann_path)
+                settings = _settings_path(self.ann_path)
+                tmp = settings.with_name(settings.name + ".tmp")
+                tmp.write_text(json.dumps(HNSW_SETTINGS, sort_keys=True), encoding="utf-8")
+                tmp.replace(settings)
 
 
 # Float32 candidates re-scored exactly beyond the k wanted: rounding moves a similarity by
