@@ -3,6 +3,8 @@
     python -m benchmarks            # everything (a few minutes)
     python -m benchmarks --quick    # small sizes, for a smoke run
     python -m benchmarks --json out.json
+    python -m benchmarks ann --sizes 200000,1000000    # only the named sections
+    python -m benchmarks curation-scale --curation-sizes 10000,100000
 
 Sentence-transformers (the reference for the embedder ratio) is run in a subprocess with the
 interpreter of ``KP_BENCH_ST_PYTHON`` (default: this one); when it is not installed there, that
@@ -532,6 +534,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n\n")[0]
     )
+    parser.add_argument(
+        "sections",
+        nargs="*",
+        metavar="SECTION",
+        help=f"run only these sections ({', '.join(SECTIONS)}); default: all of them",
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument(
         "--skip",
@@ -548,8 +556,29 @@ def main() -> None:
             "agent",
             "mcp",
             "curation",
+            "ann",
+            "curation-scale",
         ],
         help="leave a group out (repeatable)",
+    )
+    parser.add_argument(
+        "--sizes",
+        metavar="N,N",
+        help="vectors in the ann section (default 200000,1000000; --quick 50000)",
+    )
+    parser.add_argument(
+        "--curation-sizes",
+        metavar="N,N",
+        help="traces in the curation-scale section (default 10000,100000,1000000; --quick "
+        "2000): a size that would exceed --curation-budget at the rate measured on the "
+        "previous one is reported as not measured",
+    )
+    parser.add_argument(
+        "--curation-budget",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="the longest kp curate run the curation-scale section starts (default 1800)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument(
@@ -563,7 +592,8 @@ def main() -> None:
         "--kb-ann-vectors",
         type=int,
         metavar="N",
-        help="vectors in the ANN figure (default 1,000,000; --quick 50,000)",
+        help="vectors in the kb section's ANN figure (default 200,000; --quick 50,000; the ann "
+        "section measures 10^6)",
     )
     parser.add_argument(
         "--embed-traces",
@@ -586,46 +616,90 @@ def main() -> None:
         "figures (default 200; --quick 20): MiniLM embeds all of them once, ~0.1-1 s each",
     )
     args = parser.parse_args()
+    unknown = [name for name in args.sections if name not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    run(args)
+
+
+#: The sections, in the order they run; ``python -m benchmarks NAME…`` runs only those named.
+SECTIONS = (
+    "basics",
+    "speed",
+    "agent",
+    "embedder",
+    "bulk",
+    "windowing",
+    "cli",
+    "redaction",
+    "kb",
+    "mcp",
+    "curation",
+    "ann",
+    "curation-scale",
+)
+
+
+def _sizes(text: str | None, default: list[int]) -> list[int]:
+    return [int(part) for part in text.split(",")] if text else default
+
+
+def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
+    """Run the sections ``args`` selects and print the figures (and write the JSON)."""
+    skip = set(args.skip) | {
+        name for name in SECTIONS if args.sections and name not in args.sections
+    }
     print(
         f"knowledgepulse benchmarks — python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
         f" ({_cpu_name()})",
         flush=True,
     )
-    bench_import()
-    if "speed" not in args.skip:
+    if "basics" not in skip:
+        bench_import()
+    if "speed" not in skip:
         from ._speed import bench_speed
 
         bench_speed(args.quick)
-    bench_scoring_without_embedder(args.quick)
-    bench_cache(args.quick)
-    if "agent" not in args.skip:
+    if "basics" not in skip:
+        bench_scoring_without_embedder(args.quick)
+        bench_cache(args.quick)
+    if "agent" not in skip:
         from ._agent_rubric import bench_agent_rubric
 
         bench_agent_rubric(args.tau_bench)
-    if "embedder" not in args.skip:
+    if "embedder" not in skip:
         bench_embedder(args.quick)
-    if "bulk" not in args.skip:
+    if "bulk" not in skip:
         bench_bulk(args.quick)
-    if not {"embedder", "windowing"} & set(args.skip):
+    if not {"embedder", "windowing"} & skip:
         for figure in _windowing.figures(args.quick):
             report(Figure(**figure))
-    if "cli" not in args.skip:
+    if "cli" not in skip:
         bench_cli(args.quick, args.embed_traces)
-    if "redaction" not in args.skip:
+    if "redaction" not in skip:
         from ._redaction import bench_redaction
 
         bench_redaction(args.quick)
-    if "kb" not in args.skip:
+    if "kb" not in skip:
         from ._kb import bench_kb
 
-        bench_kb(args.quick, args.kb_ann_vectors or (50_000 if args.quick else 1_000_000))
+        bench_kb(args.quick, args.kb_ann_vectors or (50_000 if args.quick else 200_000))
         bench_kb_score(args.quick)
-    if "mcp" not in args.skip:
+    if "mcp" not in skip:
         from ._mcp import bench_mcp
 
         bench_mcp(args.quick, args.tau_bench, args.mcp_traces)
-    if "curation" not in args.skip:
+    if "curation" not in skip:
         bench_curation(args.quick, args.curate_copies)
+    if "ann" not in skip:
+        from ._ann_sweep import bench_ann
+
+        bench_ann(_sizes(args.sizes, [50_000] if args.quick else [200_000, 1_000_000]))
+    if "curation-scale" not in skip:
+        from ._curation_scale import bench_curation_scale
+
+        default = [2_000] if args.quick else [10_000, 100_000, 1_000_000]
+        bench_curation_scale(_sizes(args.curation_sizes, default), args.curation_budget)
     missed = [f.name.strip() for f in FIGURES if f.status == "NOT met"]
     print(f"\n{len(FIGURES)} figures; targets not met: {', '.join(missed) if missed else 'none'}")
     if args.json:

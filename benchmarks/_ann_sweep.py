@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import time
 from typing import Any
 
@@ -129,7 +128,7 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def _load() -> str:
-    return "load %.2f" % os.getloadavg()[0]
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 # -- the shipped index ------------------------------------------------------------------------
@@ -204,7 +203,7 @@ def sweep(
         index.add(np.arange(n, dtype=np.uint64), stored, threads=0)
         build = time.perf_counter() - started
         for expansion in expansions:
-            index.expansion_search = expansion
+            index.expansion_search = expansion  # type: ignore[misc]  (settable at run time)
             for count in candidates:
                 samples, found, sims = [], [], []
                 for row in queries:

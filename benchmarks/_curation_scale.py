@@ -58,7 +58,7 @@ def _texts(path: Path, limit: int | None) -> list[str]:
     """The embedded text of each trace of the pile (its first ``limit``)."""
     import knowledgepulse as kp
 
-    texts = []
+    texts: list[str] = []
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             if limit is not None and len(texts) >= limit:
