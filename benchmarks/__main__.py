@@ -567,6 +567,12 @@ def main() -> None:
         help="vectors in the ann section (default 200000,1000000; --quick 50000)",
     )
     parser.add_argument(
+        "--ann-kinds",
+        metavar="KIND,KIND",
+        default="uniform,clustered,traces",
+        help="data kinds of the ann section (default uniform,clustered,traces)",
+    )
+    parser.add_argument(
         "--curation-sizes",
         metavar="N,N",
         help="traces in the curation-scale section (default 10000,100000,1000000; --quick "
@@ -694,7 +700,10 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
     if "ann" not in skip:
         from ._ann_sweep import bench_ann
 
-        bench_ann(_sizes(args.sizes, [50_000] if args.quick else [200_000, 1_000_000]))
+        bench_ann(
+            _sizes(args.sizes, [50_000] if args.quick else [200_000, 1_000_000]),
+            tuple(args.ann_kinds.split(",")),
+        )
     if "curation-scale" not in skip:
         from ._curation_scale import bench_curation_scale
 

@@ -16,8 +16,9 @@ Per size, each measured in its own process (so that each peak RSS is its own):
 - SemHash with sentence-transformers all-MiniLM-L6-v2 (cut at 256 tokens), on the first
   ``minilm_traces`` traces only: its time per trace is the point, not the whole pile.
 
-A size whose ``kp curate`` would take longer than the time budget at the rate measured on the
-previous size is printed as not measured, with that reason.
+``kp curate`` runs first on a small pile (300 traces) for its rate; a size that a measurement
+would take longer than the time budget for, at the rate measured before, is printed as not
+measured, with that reason.
 """
 
 from __future__ import annotations
@@ -176,56 +177,85 @@ def run_kp_curate(path: Path, out: Path) -> tuple[float, float, int] | str:
 
 
 def bench_curation_scale(
-    sizes: list[int], budget_s: float = 1800.0, minilm_traces: int = 1000
+    sizes: list[int], budget_s: float = 1800.0, minilm_traces: int = 1000, probe: int = 300
 ) -> None:
-    """The figures of the module, per size (see the module)."""
+    """The figures of the module, per size (see the module). ``kp curate`` first runs on a
+    pile of ``probe`` traces, whose rate says which sizes fit ``budget_s``; the static pass and
+    SemHash likewise run on a size only where their rate on the previous size says it fits."""
     from . import _corpus
 
     if not _corpus.TAU_BENCH.is_file():
         report(Figure("curation at scale", None, "", note="tau-bench not installed"))
         return
-    rate: float | None = None
+    rates: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        _curate(write_pile(Path(tmp) / "pile.jsonl.gz", probe), probe, None, rates)
     for size in sizes:
-        label = f"curation, {size:,} traces"
-        if rate is not None and size / rate > budget_s:
-            reason = (
-                f"not measured (at the {rate:.0f} traces/s measured on the previous size, "
-                f"~{size / rate / 60:.0f} min > the {budget_s / 60:.0f} min budget)"
+
+        def fits(kind: str, size: int = size) -> str | None:
+            rate = rates.get(kind)
+            if rate is None or size / rate <= budget_s:
+                return None
+            return (
+                f"not measured (at the {rate:,.1f} traces/s measured on the previous size, "
+                f"~{size / rate / 60:,.0f} min > the {budget_s / 60:.0f} min budget)"
             )
-            report(Figure(f"{label}: kp curate --first-pass static", None, "traces/s", note=reason))
+
+        if all(fits(kind) for kind in ("curate", "static", "semhash-static")):
+            report(Figure(f"curation, {size:,} traces", None, "", note=str(fits("static"))))
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            path = write_pile(folder / "pile.jsonl.gz", size)
-            static = _run_worker("static", path, None)
-            tokens = static["tokens"] if isinstance(static, dict) else None
-            curated = run_kp_curate(path, folder)
-            load = f"load {os.getloadavg()[0]:.2f}"
-            if isinstance(curated, str):
-                report(Figure(f"{label}: kp curate", None, "traces/s", note=curated))
-            else:
-                seconds, peak, kept = curated
-                rate = size / seconds
-                per_token = f", {tokens / seconds:,.0f} tokens/s" if tokens else ""
-                report(
-                    Figure(
-                        f"{label}: kp curate --first-pass static",
-                        rate,
-                        "traces/s",
-                        370,
-                        False,
-                        note=f"{seconds:.0f} s{per_token}, kept {kept:,}, {load}",
-                    )
-                )
-                report(Figure("  peak RSS", peak, "MiB", 1536))
+            path = write_pile(Path(tmp) / "pile.jsonl.gz", size)
+            static = _run_worker("static", path, None) if not fits("static") else fits("static")
+            if isinstance(static, dict):
+                rates["static"] = size / static["seconds"]
+            _curate(path, size, static, rates, fits("curate"))
             _report_static(static)
-            semhash = _run_worker("semhash-static", path, None)
+            semhash = fits("semhash-static") or _run_worker("semhash-static", path, None)
+            if isinstance(semhash, dict):
+                rates["semhash-static"] = size / semhash["seconds"]
             _report_semhash(semhash, "same static model", static)
             minilm = _run_worker("semhash-minilm", path, min(size, minilm_traces))
             _report_semhash(minilm, "sentence-transformers MiniLM", None)
 
 
+def _curate(
+    path: Path,
+    size: int,
+    static: dict[str, Any] | str | None,
+    rates: dict[str, float],
+    skipped: str | None = None,
+) -> None:
+    """Run and report ``kp curate --first-pass static`` on ``path`` (unless ``skipped``)."""
+    label = f"curation, {size:,} traces: kp curate --first-pass static"
+    if skipped:
+        report(Figure(label, None, "traces/s", note=skipped))
+        return
+    with tempfile.TemporaryDirectory() as out:
+        curated = run_kp_curate(path, Path(out))
+    load = f"load {os.getloadavg()[0]:.2f}"
+    if isinstance(curated, str):
+        report(Figure(label, None, "traces/s", note=curated))
+        return
+    seconds, peak, kept = curated
+    rates["curate"] = size / seconds
+    tokens = static.get("tokens") if isinstance(static, dict) else None
+    per_token = f", {tokens / seconds:,.0f} tokens/s" if tokens else ""
+    report(
+        Figure(
+            label,
+            size / seconds,
+            "traces/s",
+            370,
+            False,
+            note=f"{seconds:.0f} s{per_token}, kept {kept:,}, {load}",
+        )
+    )
+    report(Figure("  peak RSS", peak, "MiB", 1536))
+
+
 def _report_static(static: dict[str, Any] | str) -> None:
+    """Report the static pass (or why it was not measured)."""
     if isinstance(static, str):
         report(Figure("  static pass", None, "tokens/s", note=static))
         return
@@ -244,6 +274,7 @@ def _report_static(static: dict[str, Any] | str) -> None:
 def _report_semhash(
     result: dict[str, Any] | str, model: str, static: dict[str, Any] | str | None
 ) -> None:
+    """Report a SemHash run (or why it was not measured), against the static pass if given."""
     if isinstance(result, str):
         report(Figure(f"  SemHash, {model}", None, "tokens/s", note=result))
         return
