@@ -16,7 +16,7 @@ Per size, each measured in its own process (so that each peak RSS is its own):
 - SemHash with sentence-transformers all-MiniLM-L6-v2 (cut at 256 tokens), on the first
   ``minilm_traces`` traces only: its time per trace is the point, not the whole pile.
 
-``kp curate`` runs first on a small pile (300 traces) for its rate; a size that a measurement
+``kp curate`` runs first on a small pile (100 traces) for its rate; a size that a measurement
 would take longer than the time budget for, at the rate measured before, is printed as not
 measured, with that reason.
 """
@@ -177,7 +177,7 @@ def run_kp_curate(path: Path, out: Path) -> tuple[float, float, int] | str:
 
 
 def bench_curation_scale(
-    sizes: list[int], budget_s: float = 1800.0, minilm_traces: int = 1000, probe: int = 300
+    sizes: list[int], budget_s: float = 1800.0, minilm_traces: int = 200, probe: int = 100
 ) -> None:
     """The figures of the module, per size (see the module). ``kp curate`` first runs on a
     pile of ``probe`` traces, whose rate says which sizes fit ``budget_s``; the static pass and

@@ -40,7 +40,7 @@ def test_a_new_and_a_reloaded_graph_search_with_the_measured_expansion(tmp_path:
     index.save_ann()
     assert json.loads(path.with_name("kb.usearch.json").read_text()) == {
         "connectivity": 32,
-        "dtype": "f16",
+        "dtype": "f32",
         "expansion_add": 128,
     }
     again = VectorIndex(16, mode="ann", ann_path=path)
@@ -56,7 +56,9 @@ def test_a_new_and_a_reloaded_graph_search_with_the_measured_expansion(tmp_path:
     assert [found[n][0][1] for n in hits] == pytest.approx([1.0] * len(hits), abs=1e-5)
 
 
-@pytest.mark.parametrize("recorded", [None, {"connectivity": 16, "expansion_add": 64, "dtype": "f16"}])
+@pytest.mark.parametrize(
+    "recorded", [None, {"connectivity": 32, "expansion_add": 128, "dtype": "f16"}]
+)
 def test_a_graph_saved_with_other_settings_is_rebuilt(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, recorded: dict[str, object] | None
 ) -> None:
@@ -76,5 +78,6 @@ def test_a_graph_saved_with_other_settings_is_rebuilt(
     assert "was built with other settings" in caplog.text
     assert index._ann.connectivity == 32
     assert index._ann.expansion_add == 128
+    assert str(index._ann.dtype) == "ScalarKind.F32"
     index.save_ann()
     assert json.loads(path.with_name("kb.usearch.json").read_text()) == HNSW_SETTINGS

@@ -27,10 +27,9 @@ logger = logging.getLogger("knowledgepulse")
 FloatArray = npt.NDArray[np.float32]
 #: From this many vectors up, queries go through the ANN index (when usearch is installed).
 ANN_THRESHOLD = 50_000
-#: Candidates the ANN index returns per query before the exact re-ranking. The graph walk
-#: compares half-precision vectors, so near-equal neighbours come back out of order: asking
-#: for more candidates and re-ranking them exactly recovers the true nearest far more cheaply
-#: than a wider walk (docs/performance.md, "ANN index").
+#: Candidates the ANN index returns per query before the exact re-ranking: the graph can
+#: return near-equal neighbours out of order, and re-ranking a few dozen exactly costs far
+#: less than a wider walk (docs/performance.md, "ANN index").
 ANN_CANDIDATES = 64
 #: Candidates the graph search explores per query: past this, recall grows slowly while the
 #: latency grows linearly (the sweep is in docs/performance.md).
@@ -39,10 +38,12 @@ EXPANSION_SEARCH = 256
 #: How the graph is built: links per node, candidates explored per insertion, the scalar kind
 #: stored. More links and a wider insertion walk make a graph whose greedy search finds the
 #: nearest far more often at a million vectors (where 16 links lost half of them), for a
-#: slower build; i8 loses too much precision for the re-ranking to repair, half precision
-#: halves memory against f32 at no measurable loss once candidates are re-ranked exactly.
-#: Recorded beside a saved graph: a graph built with other settings is rebuilt on load.
-HNSW_SETTINGS: dict[str, Any] = {"connectivity": 32, "expansion_add": 128, "dtype": "f16"}
+#: slower build. Full precision: real traces come in families of near-copies whose
+#: similarities differ in the fourth decimal, which half precision cannot order, so the walk
+#: lost the nearest among its copies (i8 is worse still); the re-ranking only repairs the order
+#: of what the walk returns. Recorded beside a saved graph: a graph built with other settings
+#: is rebuilt on load.
+HNSW_SETTINGS: dict[str, Any] = {"connectivity": 32, "expansion_add": 128, "dtype": "f32"}
 
 
 def _new_hnsw(dimensions: int) -> Any:
