@@ -239,6 +239,7 @@ class VectorIndex:
                 settings = _settings_path(self.ann_path)
                 tmp = settings.with_name(settings.name + ".tmp")
                 tmp.write_text(json.dumps(HNSW_SETTINGS, sort_keys=True), encoding="utf-8")
+                tmp.chmod(0o600)  # beside the base, with its mode
                 tmp.replace(settings)
 
 
