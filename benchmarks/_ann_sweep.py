@@ -203,7 +203,7 @@ def sweep(
         index.add(np.arange(n, dtype=np.uint64), stored, threads=0)
         build = time.perf_counter() - started
         for expansion in expansions:
-            index.expansion_search = expansion  # type: ignore[misc]  (settable at run time)
+            index.expansion_search = expansion  # type: ignore[misc]  # settable at run time
             for count in candidates:
                 samples, found, sims = [], [], []
                 for row in queries:

@@ -206,7 +206,7 @@ def bench_curation_scale(
             continue
         with tempfile.TemporaryDirectory() as tmp:
             path = write_pile(Path(tmp) / "pile.jsonl.gz", size)
-            static = _run_worker("static", path, None) if not fits("static") else fits("static")
+            static = fits("static") or _run_worker("static", path, None)
             if isinstance(static, dict):
                 rates["static"] = size / static["seconds"]
             _curate(path, size, static, rates, fits("curate"))
