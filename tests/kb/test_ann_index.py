@@ -34,7 +34,7 @@ def test_a_new_and_a_reloaded_graph_search_with_the_measured_expansion(tmp_path:
     index = VectorIndex(16, mode="ann", ann_path=path)
     index.extend([str(i) for i in range(300)], rows)
     assert index.nearest(rows[7], 1)[0][0][0] == 7
-    assert index._ann.expansion_search == EXPANSION_SEARCH == 256
+    assert index._ann.expansion_search == EXPANSION_SEARCH == 128
     assert index._ann.expansion_add == HNSW_SETTINGS["expansion_add"] == 128
     assert index._ann.connectivity == HNSW_SETTINGS["connectivity"] == 32
     index.save_ann()
@@ -48,7 +48,7 @@ def test_a_new_and_a_reloaded_graph_search_with_the_measured_expansion(tmp_path:
     found = again.nearest(rows[:50], 1)
     assert again._ann_rows == 300  # loaded, not rebuilt
     # usearch keeps neither expansion in the file: both are set again on load.
-    assert again._ann.expansion_search == 256
+    assert again._ann.expansion_search == 128
     assert again._ann.expansion_add == 128
     # HNSW is approximate and its graph depends on the insertion threads: recall, not identity.
     hits = [n for n, row in enumerate(found) if row[0][0] == n]

@@ -31,9 +31,10 @@ ANN_THRESHOLD = 50_000
 #: return near-equal neighbours out of order, and re-ranking a few dozen exactly costs far
 #: less than a wider walk (docs/performance.md, "ANN index").
 ANN_CANDIDATES = 64
-#: Candidates the graph search explores per query: past this, recall grows slowly while the
-#: latency grows linearly (the sweep is in docs/performance.md).
-EXPANSION_SEARCH = 256
+#: Candidates the graph search explores per query: doubling it doubles a query's time, and on
+#: clustered vectors and on trace vectors it found nothing more (the sweep is in
+#: docs/performance.md).
+EXPANSION_SEARCH = 128
 
 #: How the graph is built: links per node, candidates explored per insertion, the scalar kind
 #: stored. More links and a wider insertion walk make a graph whose greedy search finds the
