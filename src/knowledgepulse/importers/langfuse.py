@@ -17,7 +17,9 @@ contents (Google ADK; see ``_messages`` below); LangChain tool definitions logge
   named after their span (``execute_tool <tool>``, Pydantic AI's ``running tool: <tool>``):
   the tool is the span's ``gen_ai.tool.name`` attribute (kept in ``metadata.attributes``),
   else the name without that prefix, and ``gen_ai.tool.call.id`` ties it to its call;
-- ``AGENT``: the first one's ``name`` → ``agent_id``;
+- ``AGENT``: the ``name`` of the nearest one above the first generation or tool (the agent
+  that ran, not an outer workflow span such as "Agent workflow"), else of the first one →
+  ``agent_id``;
 - ``EVENT``, ``GUARDRAIL``: an observation of ``output`` when there is one (``ERROR`` →
   failed);
 - ``SPAN``, ``CHAIN`` and the rest: a failed observation of ``statusMessage`` when they are
@@ -154,10 +156,41 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
                 failed_under.add(parent)
                 parent = by_id[parent].get("parentObservationId")
 
+    builder.agent_id = _agent_name(observations, by_id)
     replay = Replay(builder)
     for observation in observations:
         _step(replay, observation, failed_under)
     return builder.build(trace, options)
+
+
+def _agent_name(
+    observations: list[dict[str, Any]], by_id: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """The name of the agent that ran: the nearest ``AGENT`` above the first generation or
+    tool, else the first ``AGENT``.
+
+    Instrumentations open an outer ``AGENT`` span for the workflow (OpenInference's OpenAI
+    Agents instrumentation names it after the workflow, "Agent workflow") with the agent that
+    did the work inside it; the outer one's name is not the agent's.
+    """
+    agents = [o for o in observations if str(o.get("type", "")).upper() == "AGENT"]
+    for observation in observations:
+        if str(observation.get("type", "")).upper() not in ("GENERATION", *_TOOLS):
+            continue
+        parent = observation.get("parentObservationId")
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in by_id and parent not in seen:
+            seen.add(parent)
+            above = by_id[parent]
+            name = above.get("name")
+            if str(above.get("type", "")).upper() == "AGENT" and isinstance(name, str) and name:
+                return name
+            parent = above.get("parentObservationId")
+        break
+    for agent in agents:
+        if isinstance(agent.get("name"), str) and agent["name"]:
+            return str(agent["name"])
+    return None
 
 
 def _unquoted(value: Any) -> Any:
@@ -261,8 +294,6 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
     latency = _latency_ms(observation)
     output = redact_binary(observation.get("output"))
     builder.note_time(parse_timestamp(observation.get("startTime")))
-    if kind == "AGENT" and builder.agent_id is None and name:
-        builder.agent_id = name
     if failed and (kind == "AGENT" or not observation.get("parentObservationId")):
         builder.success = False
 
