@@ -182,3 +182,19 @@ def test_langfuse_openai_agents_run_names_the_agent_not_the_workflow() -> None:
     (trace,) = from_langfuse(load("langfuse/openai-agents-2025-09-30.json"))
     assert trace.metadata.agent_id == "Hello world"
     assert (DATA / "langfuse" / "openai-agents-2025-09-30.json").exists()
+
+
+def test_langfuse_agent_names_from_real_downloads() -> None:
+    # Microsoft Agent Framework names its span "invoke_agent <agent>" and sets
+    # gen_ai.agent.name; Google ADK names it "agent_run [<agent>]"; Pydantic AI's agent runs
+    # are SPAN observations with gen_ai.agent.name (the first agent that ran: joke_agent).
+    expected = {
+        "microsoft-agent-2025-10-14.json": "99981f6a-abd1-4d09-9fba-00e2ab172193",
+        "google-adk-2025-08-28.json": "hello_agent",
+        "pydantic-ai-tools-2025-12-04.json": "joke_agent",
+    }
+    found = {}
+    for name in expected:
+        (trace,) = from_langfuse(load(f"langfuse/{name}"))
+        found[name] = trace.metadata.agent_id
+    assert found == expected

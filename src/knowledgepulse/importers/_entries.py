@@ -32,6 +32,8 @@ def default_objective(builder: TraceBuilder, fallback: str | None, source: str) 
     if fallback and fallback.strip():
         builder.objective = fallback.strip()
         builder.info[OBJECTIVE_FROM] = f"defaulted: {source}"
+        # Listed where every other default is (kp_import.defaulted).
+        builder.objective_defaulted = True
 
 
 def first_str(record: Mapping[str, Any], *keys: str) -> str | None:

@@ -107,6 +107,9 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
             if builder.objective is None:
                 match = _TASK.search(text)
                 builder.objective = match.group(1).strip() if match else text
+                if match:
+                    # The template around the task is kept, not lost.
+                    builder.objective_context.append(text)
                 rule = "Terminus template" if match else "whole message"
                 builder.info[OBJECTIVE_FROM] = f"first user message ({rule})"
         elif role == "user":

@@ -161,6 +161,8 @@ def from_swe_agent(
             task, rule = _issue_of(prompt)
         builder.objective = task
         builder.info[OBJECTIVE_FROM] = f"history first user message ({rule})"
+        # The template around the task is kept, not lost (build drops it if it is the task).
+        builder.objective_context.append(prompt)
     calls = _history_calls(traj.get("history"))
     steps = expect_list(traj.get("trajectory"), "trajectory")
     for index, raw in enumerate(steps):
@@ -308,6 +310,7 @@ def _read_mini_messages(
                 task, rule = _mini_task(text, template)
                 builder.objective = task
                 builder.info[OBJECTIVE_FROM] = f"first user message ({rule})"
+                builder.objective_context.append(text)
                 continue
             call_id = message.get("tool_call_id")
             code = exit_code_of(text)
