@@ -211,7 +211,8 @@ class _Stream:
         try:
             runs = RUN_FORMATS[name](record.data, self.options)
         except (ConversionError, TraceValidationError) as exc:
-            yield Conversion([record], [], [str(p) for p in exc.problems], name)
+            problems = self._hinted([str(p) for p in exc.problems], record.data, name)
+            yield Conversion([record], [], problems, name)
             return
         for index, (data, convert_run) in enumerate(runs):
             run = InputRecord(record.source, record.line, data=data, index=index)
@@ -232,8 +233,22 @@ class _Stream:
         try:
             traces = convert(name, data, self.options)
         except (ConversionError, TraceValidationError) as exc:
-            return Conversion(records, [], [str(p) for p in exc.problems], name)
+            problems = self._hinted([str(p) for p in exc.problems], data, name)
+            return Conversion(records, [], problems, name)
         return Conversion(records, traces, [], name)
+
+    def _hinted(self, problems: list[str], data: Any, name: str) -> list[str]:
+        """``problems``, the last one ending in ``; it looks like X: use --from X`` when the
+        user named a format (not auto) and the record looks like another one: what to type
+        instead, not only what the named format expected."""
+        if self.fmt in (AUTO_FORMAT, TRACE_FORMAT) or not problems:
+            return problems
+        if any("use --from" in problem for problem in problems):
+            return problems
+        detected = detect_format(data)
+        if detected is None or detected == name:
+            return problems
+        return [*problems[:-1], f"{problems[-1]}; it looks like {detected}: use --from {detected}"]
 
     # -- units grouped over a source file -----------------------------------------------------
 
@@ -261,6 +276,8 @@ class _Stream:
         for name, unit in units:
             members = [records[n] for n in unit.positions]
             problems = _render(unit.errors, members)
+            if not unit.traces:
+                problems = self._hinted(problems, [m.data for m in members], name)
             if name in FILE_FORMATS:
                 members = [_run_record(members)]
             yield Conversion(members, unit.traces, problems, name, one_run=is_one_run(members))
