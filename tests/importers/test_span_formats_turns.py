@@ -198,3 +198,30 @@ def test_langfuse_agent_names_from_real_downloads() -> None:
         (trace,) = from_langfuse(load(f"langfuse/{name}"))
         found[name] = trace.metadata.agent_id
     assert found == expected
+
+
+def test_a_later_turn_that_contains_a_short_objective_is_still_a_turn() -> None:
+    # The task restated (a flattened prompt around it) is recognised only before the agent
+    # did anything; later, "hi" inside "Which one is high?" is an answer, kept.
+    second = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello! Which one?"},
+        {"role": "user", "content": "Which one is high?"},
+    ]
+    record = {
+        "id": "t-2",
+        "input": "hi",
+        "observations": [
+            _observation(
+                1, [{"role": "user", "content": "system: Be brief.\nuser: hi"}], "Hello! Which one?"
+            ),
+            _observation(2, second, "The first."),
+        ],
+    }
+    (trace,) = from_langfuse(record)
+    assert trace.task.objective == "hi"
+    assert _turns(trace) == [
+        {"type": "thought", "content": "Hello! Which one?"},
+        {"type": "observation", "content": "Which one is high?", "source": "user"},
+        {"type": "thought", "content": "The first."},
+    ]

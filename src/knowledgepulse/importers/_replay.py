@@ -81,11 +81,12 @@ class Replay:
             return
         if builder.objective is not None:
             clean = scrub_text(text).strip()
-            # The task restated: a flattened prompt ("system: ...\nuser: <task>"), the call's
-            # arguments around it, or text kept beside the objective.
-            if builder.objective.strip() in clean or clean in (
-                c.strip() for c in builder.objective_context
-            ):
+            # The task restated: the objective itself, text kept beside it, or, before the
+            # agent did anything, a flattened prompt ("system: ...\nuser: <task>") or the call's
+            # arguments around it (later, a short objective inside an answer is an answer).
+            objective = builder.objective.strip()
+            restated = objective in clean if not builder.steps else clean == objective
+            if restated or clean in (c.strip() for c in builder.objective_context):
                 return
             if preamble_kind(clean) is not None:
                 builder.note_objective(text)
