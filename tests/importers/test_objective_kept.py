@@ -25,7 +25,7 @@ def _kp_import(path: str) -> list[dict[str, Any]]:
 def test_a_harness_objective_taken_from_elsewhere_is_listed_as_defaulted() -> None:
     # A real Claude Code excerpt without a human prompt: its objective is the session id.
     (kp,) = _kp_import("claude_code/sidechain_integrated.jsonl")
-    assert kp["objective_from"] == "defaulted: session id"
+    assert kp["objective_from"] == "source_id"
     assert kp["defaulted"][0] == "objective"
 
 

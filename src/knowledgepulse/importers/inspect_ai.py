@@ -3,7 +3,7 @@
 One trace per sample and epoch (id ``<task_id>:sample-<id>:epoch-<n>``).
 
 - objective: the sample's ``input`` (text, or the text of its last user message when it is a
-  message list; ``kp_import.objective_from = "sample.input"``), else its first user message;
+  message list; ``kp_import.objective_from = "task_field"``), else its first user message;
 - ``messages``: ``system`` messages are dropped; ``user`` messages after the input →
   observations marked ``"source": "user"``; ``assistant`` text and ``reasoning`` content →
   thought, ``tool_calls[]{id, function, arguments}`` → tool_call; ``tool`` messages →
@@ -35,7 +35,8 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import OBJECTIVE_FROM, mapping
+from ._harness_text import mapping
+from ._objective import FROM_SOURCE_ID, FROM_TASK_FIELD
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -130,12 +131,9 @@ def inspect_sample_trace(
 
     input_text = _input_text(sample.get("input"))
     if input_text:
-        builder.objective = input_text
-        builder.info[OBJECTIVE_FROM] = "sample.input"
+        builder.objective, builder.objective_from = input_text, FROM_TASK_FIELD
     messages = expect_list(sample.get("messages") or [], at(path, "messages"))
     _read_messages(builder, messages, at(path, "messages"), input_text)
-    if builder.objective is not None and OBJECTIVE_FROM not in builder.info:
-        builder.info[OBJECTIVE_FROM] = "first user message"
 
     error = sample.get("error")
     if error:
@@ -150,7 +148,7 @@ def inspect_sample_trace(
         if isinstance(sample.get("metadata"), Mapping) and sample["metadata"]:
             truth["metadata"] = dict(sample["metadata"])
         builder.ground_truth = truth
-    default_objective(builder, f"Inspect sample {sample.get('id')}", "sample id")
+    default_objective(builder, f"Inspect sample {sample.get('id')}", FROM_SOURCE_ID)
     try:
         return builder.build(sample, options)
     except ConversionError as exc:
