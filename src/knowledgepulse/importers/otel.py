@@ -90,7 +90,8 @@ def from_otel(
     broken span in ``problems``).
     """
     options = resolve_options(options, overrides)
-    spans, problems = read_spans([(record, "", 0)])
+    # A log record without GenAI content holds nothing to import.
+    spans, problems, _ = read_spans([(record, "", 0)])
     if problems:
         raise ConversionError.merged([problem.error for problem in problems])
     if not spans:
