@@ -458,6 +458,62 @@ def test_inspect_scores_target_and_tool_errors() -> None:
     ]
 
 
+def test_inspect_input_that_only_instructs_gives_way_to_the_question_after_it() -> None:
+    # The real upstream log: the sample's input tells the model how to answer ("... answer
+    # any questions ... using the type of lingo that Gen Z would use"), and the task's
+    # input_solver then sends the question, before the model's first answer.
+    fixture = DATA / "inspect" / "2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json"
+    [unit] = list(read_traces_from_paths([str(fixture)], "auto"))
+    [trace] = unit.traces
+    data = trace.to_dict()
+    assert data["task"]["objective"] == (
+        "What is average low temperature in St. Paul, Minnesota during the month of February?"
+    )
+    kp_import = data["metadata"]["kp_import"]
+    assert kp_import["objective_from"] == "user_message"
+    assert kp_import["objective_context"] == [
+        "Hey there, hipster! Please answer any questions that I answer using the type of "
+        "lingo that Gen Z would use."
+    ]
+    # The question is the objective, not also a user turn.
+    assert [s["type"] for s in data["steps"]] == ["thought"]
+
+
+def test_inspect_input_that_is_a_task_stays_the_objective() -> None:
+    # A solver's user message after a real task (an instruction about the answer) is a user
+    # turn; the input, a task, stays the objective.
+    sample = {
+        "id": 3,
+        "epoch": 1,
+        "input": "What is 6*7?",
+        "messages": [
+            {"role": "user", "content": "What is 6*7?", "source": "input"},
+            {"role": "user", "content": "Answer with a number only."},
+            {"role": "assistant", "content": "42"},
+        ],
+    }
+    [trace] = from_inspect(_inspect_log(sample))
+    data = trace.to_dict()
+    assert data["task"]["objective"] == "What is 6*7?"
+    assert data["metadata"]["kp_import"]["objective_from"] == "task_field"
+    assert [(s["type"], s.get("content")) for s in data["steps"]] == [
+        ("observation", "Answer with a number only."),
+        ("thought", "42"),
+    ]
+    # A question the user asks after the model answered is a later turn, not the task.
+    sample["messages"] = [
+        {"role": "user", "content": "Be concise and answer in lingo.", "source": "input"},
+        {"role": "assistant", "content": "Sure."},
+        {"role": "user", "content": "What is 6*7?"},
+        {"role": "assistant", "content": "42"},
+    ]
+    sample["input"] = "Be concise and answer in lingo."
+    [trace] = from_inspect(_inspect_log(sample))
+    data = trace.to_dict()
+    assert data["task"]["objective"] == "Be concise and answer in lingo."
+    assert data["metadata"]["kp_import"]["objective_from"] == "task_field"
+
+
 def test_inspect_sample_that_crashed_is_a_failed_run_not_a_rejection() -> None:
     sample = {
         "id": 1,
