@@ -17,8 +17,9 @@ from starlette.exceptions import HTTPException
 from ..kb import ApiKey
 from ..kb._recall import render_steps, search_similar, worked_examples
 from ..kb._spans import memory_span
+from ..scoring._formulas import is_near_duplicate
 from ..service._bodies import Redactor, RequestProblem, traces_of
-from ..service._engine import NEAR_DUPLICATE, Engine
+from ..service._engine import Engine
 from ..service._settings import ServiceSettings
 
 __all__ = ["LOCAL_KEY", "NotFound", "ToolProblem", "TraceMemory"]
@@ -184,7 +185,7 @@ class TraceMemory:
         nearest = result.nearest
         duplicate = (
             None
-            if nearest is None or nearest.similarity < NEAR_DUPLICATE
+            if nearest is None or not is_near_duplicate(nearest.similarity)
             else {"id": nearest.id, "similarity": round(nearest.similarity, 4)}
         )
         return {

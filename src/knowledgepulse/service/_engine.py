@@ -25,7 +25,7 @@ from .._schema import ReasoningTrace
 from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
 from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
-from ..scoring._formulas import NEAR_DUPLICATE
+from ..scoring._formulas import NEAR_DUPLICATE, is_near_duplicate
 from ..scoring._scorer import Scorer, ValueScore
 from ._models import (
     Contribution,
@@ -334,7 +334,7 @@ class Engine:
         near = [
             NearestRef(id=shown_id(hit.id), similarity=hit.similarity)
             for hit in hits
-            if hit.id != row and hit.similarity >= NEAR_DUPLICATE
+            if hit.id != row and is_near_duplicate(hit.similarity)
         ][:10]
         record = None
         if found.record is not None:
