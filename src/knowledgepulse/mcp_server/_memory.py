@@ -14,6 +14,7 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from ..api_models import VIEWER_ONLY, TraceDetail
 from ..kb import ApiKey
 from ..kb._recall import render_steps, search_similar, worked_examples
 from ..kb._spans import memory_span
@@ -92,8 +93,9 @@ class TraceMemory:
         if found is None:
             raise NotFound(trace_id)
         if detail == "full":
-            return {"id": trace_id, **found.model_dump(mode="json")}
-        trace = found.trace
+            served = found.model_dump(mode="json", exclude=VIEWER_ONLY[TraceDetail])
+            return {"id": trace_id, **served}
+        trace = found.trace or {}  # a stored trace always has its steps; kp view's may not
         record = found.record
         task = trace.get("task") or {}
         outcome = trace.get("outcome") or {}
