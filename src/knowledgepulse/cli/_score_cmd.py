@@ -233,10 +233,10 @@ def score_command(  # noqa: C901  (issue 21 item 2 shortens it; until then over 
                         index=record.index if record is not None else None,
                         threshold=threshold,
                     )
+                    labelled = None
                     if sinks.active:  # JUnit, OTel events, grouping: they take the record
-                        line = sinks.add_score(
-                            trace, score, ScoreRecord.model_validate(line)
-                        ).to_dict()
+                        labelled = sinks.label(ScoreRecord.model_validate(line), trace.to_dict())
+                        line = labelled.to_dict()
                     passed = line.get("passed")
                     row = _table_row(ScoreRecord.model_validate(line)) if table else None
                     # The summary and the table take the line with the tally, all or none:
@@ -253,6 +253,8 @@ def score_command(  # noqa: C901  (issue 21 item 2 shortens it; until then over 
                         if row is not None:
                             rows.append(row)
                         summary.add(line["score"], line["domain"], passed)
+                        if labelled is not None:
+                            sinks.add_score(trace, score, labelled)
                     run.step()
         out.flush()
     tally = run.tally
