@@ -10,7 +10,7 @@ tally, the summary and the sinks take each trace together, so a stop leaves them
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -288,7 +288,7 @@ class ScoreRun:
         reader: Callable[..., Any] | None,
         inputs: InputChoices,
         choice: EngineChoice,
-    ) -> Iterator[ScoredUnit]:
+    ) -> Generator[ScoredUnit, None, None]:
         """The scored units, in input order: from worker processes when the plan allows
         (:func:`~knowledgepulse.scoring._parallel.plan_workers`), else from ``engine``."""
         from ..scoring._parallel import plan_workers
@@ -347,7 +347,7 @@ class ScoreRun:
 
         return reader
 
-    def write(self, units: Iterator[ScoredUnit]) -> None:
+    def write(self, units: Generator[ScoredUnit, None, None]) -> None:
         """Write every unit: each trace's line, its accepted line, its count, its table row,
         its summary entry and its sinks together (a stop leaves them agreeing)."""
         tally = self.run.tally

@@ -15,7 +15,7 @@ says so once, where a caller chooses one.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -212,7 +212,7 @@ def iter_scored_units(
     *,
     threshold: float | None,
     accepted_lines: bool = False,
-) -> Iterator[ScoredUnit]:
+) -> Generator[ScoredUnit, None, None]:
     """:func:`score_unit` over ``units``, in order, with the traces of consecutive units
     scored together (the engine embeds ``batch_size`` of them at a time, whatever units
     they come from). A unit is yielded once its last trace is scored; a unit with no trace
