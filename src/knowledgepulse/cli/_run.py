@@ -50,12 +50,9 @@ class Rejection:
         return [f"{where}: {problem}" for problem in self.problems]
 
     def to_json(self, record: InputRecord) -> dict[str, Any]:
-        entry: dict[str, Any] = {"source": record.source, "line": record.line}
-        if record.index is not None:
-            entry["index"] = record.index
-        entry["errors"] = self.problems
-        entry["record"] = record.raw if record.error is not None else record.data
-        return entry
+        from ..scoring._run import rejection_entry
+
+        return rejection_entry(record, self.problems)
 
 
 @dataclass
