@@ -134,7 +134,7 @@ class LineSpool:
 
     def append(self, line: str) -> tuple[int, int]:
         """Store one line (no newline); its offset and length in bytes."""
-        data = line.encode("utf-8")
+        data = line.encode("utf-8", errors="surrogatepass")
         offset = self.size
         self._out.write(data)
         self.size += len(data)
@@ -148,7 +148,7 @@ class LineSpool:
         with self.path.open("rb") as source:
             for offset, length in places:
                 source.seek(offset)
-                write(source.read(length).decode("utf-8"))
+                write(source.read(length).decode("utf-8", errors="surrogatepass"))
 
 
 def remove_work_dir(directory: Path) -> None:
