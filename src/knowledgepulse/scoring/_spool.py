@@ -10,10 +10,10 @@ copied out without keeping any trace in memory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,23 @@ class LineSpool:
                 write(source.read(length).decode("utf-8", errors="surrogatepass"))
 
 
+#: Every file a streaming curation writes in its work directory.
+WORK_FILES = (
+    _META,
+    _VECTORS,
+    _KEYS,
+    "traces.jsonl",
+    "canonical.f32",
+    "near.pos",
+    "near.cos",
+    "groups.jsonl",
+)
+
+
 def remove_work_dir(directory: Path) -> None:
-    """Remove what a finished run left in ``directory`` (and the directory, once empty)."""
-    shutil.rmtree(directory, ignore_errors=True)
+    """Remove the files a finished run wrote in ``directory``, and the directory once empty
+    (nothing else in it is touched: it may be a directory the user named)."""
+    for name in WORK_FILES:
+        (directory / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # something else is in it: it stays
+        directory.rmdir()
