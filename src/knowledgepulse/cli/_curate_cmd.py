@@ -262,6 +262,7 @@ def _curate_streaming(job: _Job) -> int:
     from ..scoring._spool import remove_work_dir
     from ..scoring._stream_curation import StreamingCuration
 
+    job.say_embedder()  # embedding goes on while reading
     with ExitStack() as stack:
         curation = StreamingCuration(
             job.work_dir,
@@ -282,30 +283,28 @@ def _curate_streaming(job: _Job) -> int:
                 run.step()
             curation.finish_reading()
         tally = run.tally
-        kept_note = (
-            f"; {curation.spool.size:,} embeddings are kept in {job.work_dir} for the next run"
-        )
-        if tally.interrupted:
-            return _stopped(
-                job, tally, "interrupted before curating: nothing was written" + kept_note
-            )
-        job.say_embedder()
-        # Curating is a run of its own: a stop here is reported like one while reading,
-        # with every record read counted as not processed, since nothing is written.
+        # Until the outputs are written, every record read counts as not processed.
         read, tally.processed = tally.processed, 0
-        run.stop_display()
-        with run:
-            with phase_progress(job.console, not job.quiet, "finding near-duplicates") as shown:
-                curation.decide(progress=shown)
-            tally.processed = read
         if tally.interrupted:
             return _stopped(
-                job, tally, "interrupted while curating: nothing was written" + kept_note
+                job,
+                tally,
+                "interrupted before curating: nothing was written" + _kept_note(job, curation),
+            )
+        run.stop_display()
+        with run, phase_progress(job.console, not job.quiet, "finding near-duplicates") as shown:
+            curation.decide(progress=shown)
+        if tally.interrupted:
+            return _stopped(
+                job,
+                tally,
+                "interrupted while curating: nothing was written" + _kept_note(job, curation),
             )
         kept_out = open_writer(stack, job.output)
         groups_out = open_writer(stack, job.groups)
         with signals_held():
             curation.write(kept_out.write_line, groups_out.write_line)
+            tally.processed = read
     remove_work_dir(job.work_dir)
     if not job.quiet:
         tally.print_folded()
@@ -313,8 +312,20 @@ def _curate_streaming(job: _Job) -> int:
         _say_result(job, len(curation), curation.kept_count, curation.dropped, curation.groups)
         if curation.repeated:
             job.console.print(f"repeated ids: {curation.repeated} traces read twice counted once")
+        if curation.reused:
+            job.console.print(
+                f"embeddings: {curation.reused:,} reused from an earlier run, "
+                f"{curation.embedded:,} made",
+                highlight=False,
+            )
         job.console.print(took_line(curation.timings, len(curation)), highlight=False)
     return int(tally.exit_code())
+
+
+def _kept_note(job: _Job, curation: Any) -> str:
+    curation.close()
+    curation.discard_scratch()  # what a re-run makes again anyway: only the vectors stay
+    return f"; {curation.spool.size:,} embeddings are kept in {job.work_dir} for the next run"
 
 
 def took_line(timings: Any, traces: int) -> str:

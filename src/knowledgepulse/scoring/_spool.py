@@ -151,17 +151,10 @@ class LineSpool:
                 write(source.read(length).decode("utf-8", errors="surrogatepass"))
 
 
+#: The files of a streaming curation's work directory that a re-run makes again.
+SCRATCH_FILES = ("traces.jsonl", "canonical.f32", "near.pos", "near.cos", "groups.jsonl")
 #: Every file a streaming curation writes in its work directory.
-WORK_FILES = (
-    _META,
-    _VECTORS,
-    _KEYS,
-    "traces.jsonl",
-    "canonical.f32",
-    "near.pos",
-    "near.cos",
-    "groups.jsonl",
-)
+WORK_FILES = (_META, _VECTORS, _KEYS, *SCRATCH_FILES)
 
 
 def remove_work_dir(directory: Path) -> None:

@@ -35,7 +35,7 @@ from ._curation import (
 )
 from ._nearby import ANN_FROM, near_lists
 from ._profiles import ProfileRegistry, global_registry
-from ._spool import LineSpool, VectorSpool, text_digest
+from ._spool import SCRATCH_FILES, LineSpool, VectorSpool, text_digest
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -101,7 +101,8 @@ class StreamingCuration:
         self._stored: dict[int, tuple[str, float]] = {}  # near-duplicates of stored traces
         self._pending: list[tuple[int, ReasoningTrace, str]] = []
         self.repeated = 0  # traces whose id came earlier
-        self.embedded = 0  # texts embedded in this run (the others were in the spool)
+        self.embedded = 0  # texts embedded in this run
+        self.reused = 0  # texts whose vector an earlier run left in the spool
         self.kept: np.ndarray[Any, np.dtype[np.bool_]] = np.zeros(0, dtype=bool)
         self.groups = 0
         self.dropped = 0
@@ -134,6 +135,7 @@ class StreamingCuration:
             return
         digests = [text_digest(text) for _, _, text in pending]
         missing = [i for i, digest in enumerate(digests) if self.spool.row_of(digest) is None]
+        self.reused += len(pending) - len(missing)
         if missing:
             started = time.perf_counter()
             vectors = unit_rows(self.embedder.embed([pending[i][2] for i in missing]))
@@ -235,6 +237,11 @@ class StreamingCuration:
     def close(self) -> None:
         self.spool.close()
         self.lines.finish()
+
+    def discard_scratch(self) -> None:
+        """Remove what a re-run makes again (lines, lists, groups), keeping the vectors."""
+        for name in SCRATCH_FILES:
+            (self.work_dir / name).unlink(missing_ok=True)
 
 
 def groups_from_file(path: Path) -> list[dict[str, Any]]:
