@@ -9,8 +9,8 @@ products deciding. From :data:`ANN_FROM` rows an HNSW index (usearch) proposes i
 built deterministically (one thread, rows added in order, fixed settings), so the same rows
 give the same lists in every run, and its candidates are re-scored exactly.
 
-A row with :data:`NEIGHBOURS` or more near rows (a dense cluster) is marked instead of
-listed; its list is made when asked for, by an exact scan of the whole matrix. Lists live on
+A row with more than :data:`LISTED` near rows (a dense cluster) is marked instead of listed;
+its list is made when asked for, by an exact scan of the whole matrix. Lists live on
 disk (positions and cosines appended to two files, read memory-mapped), so memory holds one
 block of products, whatever the number of rows or pairs.
 """
@@ -31,8 +31,12 @@ __all__ = ["ANN_FROM", "NearLists", "near_lists"]
 #: Rows from which an HNSW index proposes the candidates (below: exact blocks). The kb index's
 #: threshold (``kb._index.ANN_THRESHOLD``), so curation finds neighbours the same way it did.
 ANN_FROM = 50_000
-#: Near rows from which a row is a dense cluster's (its list is made when it is needed).
+#: Candidates the HNSW index is asked for per row; a row whose candidates are all near asks
+#: again for :data:`LISTED` of them.
 NEIGHBOURS = 64
+#: Near rows listed at most for one row; a row with more (a dense cluster) is marked instead,
+#: and its list made by an exact scan when the walk needs it (rare: one per such leader).
+LISTED = 1024
 #: float32 products this far below the threshold are re-scored exactly: their rounding error
 #: is below 1e-6 for unit rows of a few hundred dimensions.
 MARGIN = 1e-4
@@ -162,13 +166,10 @@ def _fill_exact(lists: NearLists, progress: Progress | None) -> None:
                 lists._add(position, [])
                 continue
             candidates = np.concatenate(parts)
-            if candidates.size > NEIGHBOURS:  # dense, or nearly: decided when it is needed
-                cosines = exact_rows(matrix[candidates]) @ exact_block[row]
-                if int((cosines >= similarity).sum()) >= NEIGHBOURS:
-                    lists._add(position, None)
-                    continue
-            else:
-                cosines = exact_rows(matrix[candidates]) @ exact_block[row]
+            if candidates.size > LISTED + 1:  # maybe dense: a scan decides when it is needed
+                lists._add(position, None)
+                continue
+            cosines = exact_rows(matrix[candidates]) @ exact_block[row]
             lists._add(position, _near_of(position, candidates, cosines, similarity))
         if progress is not None:
             progress(min(n, start + _BLOCK_ROWS))
@@ -213,20 +214,36 @@ def _fill_ann(lists: NearLists, progress: Progress | None) -> None:
     wanted = min(n, NEIGHBOURS + 1)  # the row itself is usually among them
     for start in range(0, n, _ANN_QUERIES):
         queries = np.asarray(matrix[start : start + _ANN_QUERIES], dtype=np.float32)
-        keys = np.asarray(index.search(queries, wanted, threads=1).keys, dtype=np.int64)
+        # Each query is answered alone: the threads change the speed, never a result.
+        keys = np.asarray(index.search(queries, wanted, threads=0).keys, dtype=np.int64)
         keys = keys.reshape(queries.shape[0], -1)
         exact_queries = exact_rows(queries)
         for row in range(queries.shape[0]):
             position = start + row
-            candidates = keys[row][(keys[row] >= 0) & (keys[row] < n)]
-            candidates = np.unique(candidates)
-            cosines = exact_rows(matrix[candidates]) @ exact_queries[row]
-            if candidates.size >= wanted and bool((cosines >= similarity).all()):
-                lists._add(position, None)  # every candidate is near: a dense cluster
-                continue
-            lists._add(position, _near_of(position, candidates, cosines, similarity))
+            near = _ann_near(matrix, keys[row], queries[row], exact_queries[row], similarity)
+            if near is None and wanted < n:  # every candidate is near: ask for more
+                more = np.asarray(index.search(queries[row], min(n, LISTED + 1)).keys, np.int64)
+                near = _ann_near(matrix, more, queries[row], exact_queries[row], similarity)
+            lists._add(position, None if near is None else _near_of(position, *near, similarity))
         if progress is not None:
             progress(n // 2 + (start + queries.shape[0]) // 2)
+
+
+def _ann_near(
+    matrix: npt.NDArray[np.float32],
+    keys: npt.NDArray[np.int64],
+    query: npt.NDArray[np.float32],
+    exact_query: npt.NDArray[np.float64],
+    similarity: float,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+    """The candidates ``keys`` with their exact cosines; None when every one is near (the
+    row may have more near rows than were asked for)."""
+    n = matrix.shape[0]
+    candidates = np.unique(keys[(keys >= 0) & (keys < n)])
+    cosines = exact_rows(matrix[candidates]) @ exact_query
+    if candidates.size >= keys.size and bool((cosines >= similarity).all()):
+        return None
+    return candidates, cosines
 
 
 _usearch: bool | None = None
