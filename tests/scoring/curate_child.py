@@ -44,7 +44,7 @@ def main() -> int:
             embedding.check_embedder(embedder), "onnx", "the tests' hashing embedder"
         )
 
-    embedding.choose_embedder = choose  # type: ignore[assignment]
+    embedding.choose_embedder = choose
     return int(kp_main())  # argv from the command line: kp is the process
 
 
