@@ -17,6 +17,7 @@ block of products, whatever the number of rows or pairs.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,14 @@ def near_lists(
     return lists
 
 
+def release(matrix: Any) -> None:
+    """Unmap the pages of a memory map that this process has read (they stay in the page
+    cache): its resident memory then holds one block, not every row it has looked at."""
+    mapped = getattr(matrix, "_mmap", None)
+    if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
 def _near_of(
     position: int, candidates: npt.NDArray[Any], cosines: npt.NDArray[np.float64], similarity: float
 ) -> list[tuple[int, float]]:
@@ -150,11 +159,12 @@ def _fill_exact(lists: NearLists, progress: Progress | None) -> None:
     matrix, similarity = lists.matrix, lists.similarity
     n = matrix.shape[0]
     for start in range(0, n, _BLOCK_ROWS):
-        block = np.asarray(matrix[start : start + _BLOCK_ROWS], dtype=np.float32)
+        block = np.array(matrix[start : start + _BLOCK_ROWS], dtype=np.float32)
         found: list[list[npt.NDArray[np.int64]]] = [[] for _ in range(block.shape[0])]
         for column in range(0, n, _BLOCK_COLUMNS):
             part = np.asarray(matrix[column : column + _BLOCK_COLUMNS], dtype=np.float32)
             rows, columns = np.nonzero(block @ part.T >= similarity - MARGIN)
+            release(matrix)
             if rows.size:
                 bounds = np.searchsorted(rows, np.arange(block.shape[0] + 1))
                 for row in np.nonzero(np.diff(bounds))[0].tolist():
@@ -171,6 +181,7 @@ def _fill_exact(lists: NearLists, progress: Progress | None) -> None:
                 continue
             cosines = exact_rows(matrix[candidates]) @ exact_block[row]
             lists._add(position, _near_of(position, candidates, cosines, similarity))
+        release(matrix)
         if progress is not None:
             progress(min(n, start + _BLOCK_ROWS))
 
@@ -188,6 +199,7 @@ def scan(
         if candidates.size:
             cosines = exact_rows(part[candidates]) @ exact_query
             near.extend(_near_of(position, candidates + column, cosines, similarity))
+        release(matrix)
     near.sort(key=lambda pc: (-pc[1], pc[0]))
     return near
 
@@ -209,6 +221,7 @@ def _fill_ann(lists: NearLists, progress: Progress | None) -> None:
     for start in range(0, n, _BLOCK_COLUMNS):
         part = np.asarray(matrix[start : start + _BLOCK_COLUMNS], dtype=np.float32)
         index.add(np.arange(start, start + part.shape[0], dtype=np.uint64), part, threads=1)
+        release(matrix)
         if progress is not None:
             progress(start // 2 + part.shape[0] // 2)
     wanted = min(n, NEIGHBOURS + 1)  # the row itself is usually among them
@@ -225,6 +238,7 @@ def _fill_ann(lists: NearLists, progress: Progress | None) -> None:
                 more = np.asarray(index.search(queries[row], min(n, LISTED + 1)).keys, np.int64)
                 near = _ann_near(matrix, more, queries[row], exact_queries[row], similarity)
             lists._add(position, None if near is None else _near_of(position, *near, similarity))
+        release(matrix)
         if progress is not None:
             progress(n // 2 + (start + queries.shape[0]) // 2)
 

@@ -33,7 +33,7 @@ from ._curation import (
     unit_rows,
     walk,
 )
-from ._nearby import ANN_FROM, near_lists
+from ._nearby import ANN_FROM, near_lists, release
 from ._profiles import ProfileRegistry, global_registry
 from ._spool import SCRATCH_FILES, LineSpool, VectorSpool, text_digest
 
@@ -215,7 +215,9 @@ class StreamingCuration:
         rows = np.frombuffer(self._rows, dtype=np.int64)[order]
         for start in range(0, n, 8192):
             matrix[start : start + 8192] = source[rows[start : start + 8192]]
-        matrix.flush()
+            matrix.flush()
+            release(matrix)  # written to the file: memory holds one chunk at a time
+            release(source)
         return np.memmap(path, np.float32, "r", shape=(n, dimensions))
 
     def write(self, kept_line: Callable[[str], None], group_line: Callable[[str], None]) -> None:
