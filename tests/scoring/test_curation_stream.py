@@ -244,7 +244,7 @@ def test_a_stopped_run_keeps_its_embeddings_for_the_next(tmp_path: Path, sig: in
 
 
 #: Peak RSS allowed to kp curate on 10^5 traces (docs/performance.md has the measured figure).
-PEAK_RSS_MIB = 700
+PEAK_RSS_MIB = 512
 
 
 @pytest.mark.slow
