@@ -402,6 +402,10 @@ class Run:
         rate = tally.processed / tally.elapsed if tally.elapsed > 0 else 0.0
         self._progress.update(self._task, completed=tally.processed, rate=f"{rate:,.0f} records/s")
 
+    def stop_display(self) -> None:
+        """End the live counter, so that a later phase can show its own."""
+        self._progress.stop()
+
     def __enter__(self) -> Run:
         self._signals = stop_signals()
         self._signals.__enter__()
