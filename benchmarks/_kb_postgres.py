@@ -29,11 +29,10 @@ import numpy.typing as npt
 
 from knowledgepulse.kb import EmbeddingIdentity, StoredTrace, open_knowledge_base
 from knowledgepulse.kb._sql import SQLKnowledgeBase
+from knowledgepulse.scoring._formulas import is_near_duplicate
 
 DIMENSIONS = 384
 IDENTITY = EmbeddingIdentity(model="synthetic", dimensions=DIMENSIONS, windowing="whole")
-#: Cosine from which a vector counts as a near-duplicate of a stored one (not stored again).
-NEAR_DUPLICATE = 0.95
 
 
 def unit_vectors(count: int, seed: int) -> npt.NDArray[np.float32]:
@@ -155,7 +154,7 @@ def _writer(url: str, worker: int, shared: int, own: int, batch: int) -> list[st
             chunk = rows[start : start + batch]
 
             def admit(i: int, nearest: Any, chunk: Any = chunk, chunk_ids: Any = chunk_ids) -> Any:
-                if nearest is not None and nearest.similarity >= NEAR_DUPLICATE:
+                if nearest is not None and is_near_duplicate(nearest.similarity):
                     return None
                 added.append(chunk_ids[i])
                 return StoredTrace(id=chunk_ids[i], trace={}, vector=chunk[i])

@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"_errors", "_lazy", "_schema", "io"},  # contracts
     {"embedding"},
     {"memory", "kb"},
-    {"scoring", "importers", "rubrics", "behaviours", "redaction", "records"},  # workflows
+    {"scoring", "importers", "rubrics", "behaviours", "redaction", "records", "api_models"},
     {"integrations", "reporting"},
     {"cli", "service", "viewer", "mcp_server", "distributed", "__main__"},  # shells
 ]

@@ -10,6 +10,7 @@ line is and which version wrote it; ``kp schema score|eval|trace`` prints the JS
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -124,29 +125,8 @@ class ScoreRecord(_Line, BaseModel):
         threshold: float | None = None,
     ) -> ScoreRecord:
         """The record of ``score`` for ``trace``; ``passed`` is set when a threshold is given."""
-        w_c, w_n, w_d, w_o = score.weights
-        return cls(
-            id=trace.id,
-            score=score.value,
-            complexity=score.complexity,
-            novelty=score.novelty,
-            tool_diversity=score.tool_diversity,
-            outcome=score.outcome,
-            profile=score.profile,
-            weights=Weights(complexity=w_c, novelty=w_n, tool_diversity=w_d, outcome=w_o),
-            rules=list(score.rules),
-            novelty_source=score.novelty_source,
-            nearest=score.nearest,
-            explanation=score.explanation,
-            domain=trace.metadata.task_domain,
-            success=trace.metadata.success,
-            source=source,
-            line=line,
-            index=index,
-            threshold=threshold,
-            passed=None if threshold is None else score.value >= threshold,
-            stored=score.stored,
-        )
+        data = cls.data_of(score, trace, source=source, line=line, index=index, threshold=threshold)
+        return cls.model_validate(data)
 
     OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = (
         "index",
@@ -169,35 +149,13 @@ class ScoreRecord(_Line, BaseModel):
     ) -> dict[str, Any]:
         """``of(...).to_dict()``, built directly: what ``kp score`` writes for every trace.
 
-        The values are already valid (a score is in [0, 1]), so the record is not validated
-        again; the fields, their order and their types are the model's.
+        Both are built from one table (:data:`_SCORE_FIELDS`, in the model's field order).
+        The values are already valid (a score is in [0, 1]), so the line is not validated
+        again here; :meth:`of` validates it.
         """
-        w_c, w_n, w_d, w_o = score.weights
-        nearest = score.nearest
-        data: dict[str, Any] = {
-            "schema": SCORE_SCHEMA,
-            "id": trace.id,
-            "score": float(score.value),
-            "complexity": float(score.complexity),
-            "novelty": float(score.novelty),
-            "tool_diversity": float(score.tool_diversity),
-            "outcome": float(score.outcome),
-            "profile": score.profile,
-            "weights": {
-                "complexity": float(w_c),
-                "novelty": float(w_n),
-                "tool_diversity": float(w_d),
-                "outcome": float(w_o),
-            },
-            "rules": list(score.rules),
-            "novelty_source": score.novelty_source,
-            "nearest": None
-            if nearest is None
-            else {"id": nearest.id, "similarity": float(nearest.similarity)},
-            "explanation": score.explanation,
-            "domain": trace.metadata.task_domain,
-            "success": trace.metadata.success,
-        }
+        data: dict[str, Any] = {"schema": SCORE_SCHEMA}
+        for name, get in _SCORE_FIELDS:
+            data[name] = get(score, trace)
         if threshold is not None:
             data["threshold"] = float(threshold)
             data["passed"] = score.value >= threshold
@@ -208,6 +166,38 @@ class ScoreRecord(_Line, BaseModel):
         if index is not None:
             data["index"] = index
         return data
+
+
+def _nearest_data(nearest: Nearest | None) -> dict[str, Any] | None:
+    return None if nearest is None else {"id": nearest.id, "similarity": float(nearest.similarity)}
+
+
+def _weights_data(weights: tuple[float, float, float, float]) -> dict[str, float]:
+    return dict(zip(_WEIGHT_NAMES, map(float, weights)))
+
+
+_WEIGHT_NAMES: Final = ("complexity", "novelty", "tool_diversity", "outcome")
+
+#: The score line's fields from a score and its trace, in the model's order: the one mapping
+#: both :meth:`ScoreRecord.of` and :meth:`ScoreRecord.data_of` use, and whose inverse
+#: :meth:`ValueScore.from_record <knowledgepulse.ValueScore.from_record>` reads. ``schema``
+#: comes first, the optional threshold, decision and place after these.
+_SCORE_FIELDS: Final[tuple[tuple[str, Callable[[ValueScore, ReasoningTrace], Any]], ...]] = (
+    ("id", lambda score, trace: trace.id),
+    ("score", lambda score, trace: float(score.value)),
+    ("complexity", lambda score, trace: float(score.complexity)),
+    ("novelty", lambda score, trace: float(score.novelty)),
+    ("tool_diversity", lambda score, trace: float(score.tool_diversity)),
+    ("outcome", lambda score, trace: float(score.outcome)),
+    ("profile", lambda score, trace: score.profile),
+    ("weights", lambda score, trace: _weights_data(score.weights)),
+    ("rules", lambda score, trace: list(score.rules)),
+    ("novelty_source", lambda score, trace: score.novelty_source),
+    ("nearest", lambda score, trace: _nearest_data(score.nearest)),
+    ("explanation", lambda score, trace: score.explanation),
+    ("domain", lambda score, trace: trace.metadata.task_domain),
+    ("success", lambda score, trace: trace.metadata.success),
+)
 
 
 class EvalRecord(_Line, EvaluationResult):

@@ -403,8 +403,18 @@ def test_langfuse_decorator_arguments_are_not_the_task() -> None:
         *[("tool_call", name) for name in tools],
         *[("observation", name) for name in tools],
         ("thought", None),
+        ("observation", None),
         ("thought", None),
+        ("observation", None),
         ("tool_call", "final_result"),
+    ]
+    # The program's later prompts (the joke agent's second one, the evaluator's) are user
+    # turns, kept as user observations.
+    steps_data = trace.to_dict()["steps"]
+    assert [s["content"] for s in steps_data if s.get("source") == "user"] == [
+        "Now write a funny joke about 'programming' based on the suggestions you received. "
+        "Just output the joke, nothing else.",
+        "Rate this joke:\n\nWhy do programmers hate nature?  \nIt has too many bugs!",
     ]
     assert trace.steps[3].content == (
         "Pun idea: Play on words related to 'programming' - think about homophones or double "

@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from knowledgepulse.cli import main
 from knowledgepulse.importers import Conversion, from_otel, read_traces
 from knowledgepulse.importers.otel import hex_id
 from knowledgepulse.io._reader import iter_records
@@ -270,9 +273,12 @@ def test_semantic_kernel_console_span_with_content_events() -> None:
     # the span's operation is "chat.completions" and its messages are JSON text in the
     # attributes of its `gen_ai.content.prompt` and `gen_ai.content.completion` events.
     units = _units(DATA / "otel" / "semantic_kernel_console.jsonl")
-    # The log record is not a GenAI event: read, and no trace of its own.
-    assert [(u.problems, len(u.traces)) for u in units] == [([], 0), ([], 1)]
-    (trace,) = units[1].traces
+    # The log record is not a GenAI event, but it is of the span's trace: one run, one record
+    # in the accounting (lines 1 and 26 together).
+    assert [([r.line for r in u.records], u.counted, u.problems, len(u.traces)) for u in units] == [
+        ([1, 26], 1, [], 1)
+    ]
+    (trace,) = units[0].traces
     assert trace.task.objective == "Why is the sky blue in one sentence?"
     assert [(s["type"], s.get("content")) for s in steps(trace)] == [
         (
@@ -284,3 +290,59 @@ def test_semantic_kernel_console_span_with_content_events() -> None:
     ]
     assert _kp_import(trace)["otel_trace_id"] == "e23e2c10785ea61ffc9f28be19482a80"
     assert _kp_import(trace)["notes"] == ["root span missing"]
+
+
+def test_the_semantic_kernel_console_output_is_one_record_in_the_accounting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out.jsonl"
+    fixture = DATA / "otel" / "semantic_kernel_console.jsonl"
+    assert main(["import", str(fixture), "--from", "auto", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "records in: 1 = processed 1 + rejected 0; traces written: 1" in err
+
+
+def _console_log(body: str, trace_id: str, span_id: str) -> dict[str, Any]:
+    # A log record as the Python SDK's ConsoleLogExporter prints it (no GenAI event name).
+    return {
+        "body": body,
+        "severity_text": "INFO",
+        "attributes": {"code.function": "log_function_invoking"},
+        "timestamp": "2024-09-13T17:55:45.504983Z",
+        "trace_id": trace_id,
+        "span_id": span_id,
+    }
+
+
+def test_a_plain_log_record_of_no_run_is_counted_and_reported(tmp_path: Path) -> None:
+    # One record of the Semantic Kernel run, then two plain log records that belong to no run
+    # in the file: one of another trace, one with no trace context (the all-zero id). Each is
+    # a record rejected with why (the reader adds its line), not a record that became nothing.
+    lines = (DATA / "otel" / "semantic_kernel_console.jsonl").read_text(encoding="utf-8")
+    span = json.loads(lines[lines.index('{\n    "name"') :])
+    path = tmp_path / "console.jsonl"
+    records = [
+        span,
+        _console_log("Kernel started.", "0x" + "ab" * 16, "0x" + "cd" * 8),
+        _console_log("Process started.", "0x" + "0" * 32, "0x" + "0" * 16),
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    units = _units(path)
+    assert [([r.line for r in u.records], u.counted, u.problems, len(u.traces)) for u in units] == [
+        ([1], 1, [], 1),
+        (
+            [2],
+            1,
+            [
+                "a log record with no GenAI content, of no run in this file (trace "
+                "0xabababababababababababababababab): nothing to import"
+            ],
+            0,
+        ),
+        (
+            [3],
+            1,
+            ["a log record with no GenAI content and no trace context: nothing to import"],
+            0,
+        ),
+    ]

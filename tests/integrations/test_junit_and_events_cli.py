@@ -309,3 +309,59 @@ def test_control_characters_do_not_break_the_xml(tmp_path: Path) -> None:
     SCHEMA.validate(str(tmp_path / "junit.xml"))
     case = ElementTree.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase")
     assert case is not None and case.get("name") == "bell\ufffdcase"
+
+
+class StdoutInterruptedAtLine:
+    """Standard output on which Ctrl-C arrives as line ``n`` is written (it is not written)."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self.lines: list[str] = []
+
+    def write(self, text: str) -> int:
+        if len(self.lines) + 1 == self._n:
+            raise KeyboardInterrupt
+        self.lines.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _junit_case_names(junit: Path) -> list[str | None]:
+    suite = ElementTree.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    return [case.get("name") for case in suite.findall("testcase")]
+
+
+def test_kp_score_sinks_take_a_record_only_once_it_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stdout = StdoutInterruptedAtLine(3)
+    monkeypatch.setattr("sys.stdout", stdout)
+    junit = tmp_path / "junit.xml"
+    code = main(
+        ["score", str(ROOT / "examples" / "traces.jsonl"), "--no-embed", "--threshold", "0.6",
+         "--junit", str(junit), "-q"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "records in: 30 = processed 2 + rejected 0 + not processed 28 (interrupted)" in err
+    written = [json.loads(line)["id"] for line in stdout.lines]
+    assert written == ["kp:trace:550e8400-e29b-41d4-a716-446655440000", "kp:trace:finance-demo-001"]
+    assert _junit_case_names(junit) == written  # the third, not written, is not reported
+
+
+def test_kp_eval_sinks_take_a_case_only_once_it_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases, rubric = _setup(tmp_path, CASES[:3])
+    stdout = StdoutInterruptedAtLine(2)
+    monkeypatch.setattr("sys.stdout", stdout)
+    junit = tmp_path / "junit.xml"
+    code = main(["eval", str(cases), "--rubric", rubric, "--junit", str(junit), "-q"])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "records in: 2 = processed 1 + rejected 0 + not processed 1 (interrupted)" in err
+    assert [json.loads(line)["case_id"] for line in stdout.lines] == ["good"]
+    assert _junit_case_names(junit) == ["good"]  # "rude", not written, is not reported

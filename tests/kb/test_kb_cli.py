@@ -125,3 +125,27 @@ def test_kb_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0 and "traces added: 0" in err
     code, out, _ = kp(capsys, "kb", "stats", "--kb", copy)
     assert "traces          8" in out
+
+
+def test_import_refuses_a_broken_score_record_by_file_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = str(tmp_path / "kb.sqlite")
+    kp(capsys, "score", write(tmp_path / "t.jsonl", pile()), "--kb", base, "-q")
+    export = tmp_path / "export.jsonl"
+    assert kp(capsys, "kb", "export", "--kb", base, "-o", str(export))[0] == 0
+    lines = rows(export.read_text())
+    del lines[1]["record"]["novelty_source"]
+    lines[3]["record"]["score"] = 1.5
+    lines[4]["record"]["weights"] = {"complexity": 1, "novelty": 0, "tool_diversity": 0}
+    lines[5]["record"] = "not a record"
+    broken = write(tmp_path / "broken.jsonl", lines)
+    code, _, err = kp(capsys, "kb", "import", broken, "--kb", str(tmp_path / "copy.sqlite"))
+    assert code == 1
+    assert err.splitlines() == [
+        f"{broken}:2: record.novelty_source: Field required",
+        f"{broken}:4: record.score: Input should be less than or equal to 1",
+        f"{broken}:5: record.weights.outcome: Field required",
+        f"{broken}:6: record: Input should be a valid dictionary or instance of ScoreRecord",
+        "records in: 8 = processed 4 + rejected 4; traces added: 4",
+    ]

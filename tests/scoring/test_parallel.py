@@ -18,7 +18,9 @@ from knowledgepulse.scoring import _parallel
 from knowledgepulse.scoring._parallel import (
     WORKERS_ENV,
     ScoringSettings,
+    WorkerPlan,
     choose_workers,
+    plan_workers,
     score_records,
     score_records_in_workers,
 )
@@ -192,3 +194,66 @@ def test_workers_where_they_cannot_be_used_is_a_usage_error(
     code = main(["score", "examples/traces.jsonl", "--no-embed", "--workers", "2", *extra])
     assert code == 2
     assert problem in capsys.readouterr().err
+
+
+EMBEDDED = (
+    "--workers 2: traces are embedded in this process (the embedder uses every core itself); "
+    "worker processes serve runs with --no-embed"
+)
+
+
+@pytest.mark.parametrize(
+    ("requested", "engine", "embedding", "source_format", "sinks", "plan"),
+    [
+        (2, "local", False, "trace", False, WorkerPlan(2)),
+        (1, "local", False, "trace", False, WorkerPlan(0)),
+        (None, "local", False, "trace", False, WorkerPlan(0)),  # standard input: never
+        (4, "ray", False, "trace", False, WorkerPlan(0)),  # Ray has its own workers
+        (2, "local", True, "trace", False, WorkerPlan(0, note=EMBEDDED)),
+        (None, "local", True, "trace", False, WorkerPlan(0)),
+        (
+            2,
+            "local",
+            False,
+            "auto",
+            False,
+            WorkerPlan(
+                0,
+                refusal="--workers 2 with --engine local: it reads ReasoningTrace records, "
+                "not --from auto",
+            ),
+        ),
+        (
+            3,
+            "local",
+            False,
+            "trace",
+            True,
+            WorkerPlan(
+                0,
+                refusal="--workers 3 with --engine local: it cannot be used with --junit, "
+                "--group-by or --otel-endpoint",
+            ),
+        ),
+        (1, "local", False, "auto", True, WorkerPlan(0)),  # asked for none: nothing to refuse
+    ],
+)
+def test_plan_workers_says_why_a_run_stays_in_process(
+    monkeypatch: pytest.MonkeyPatch,
+    requested: int | None,
+    engine: str,
+    embedding: bool,
+    source_format: str,
+    sinks: bool,
+    plan: WorkerPlan,
+) -> None:
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    made = plan_workers(
+        requested,
+        ["-"],
+        engine=engine,
+        embedding=embedding,
+        source_format=source_format,
+        sinks=sinks,
+    )
+    assert made == plan

@@ -95,6 +95,11 @@ class ViewFiles:
 
 @pytest.fixture
 def view_files(tmp_path: Path) -> ViewFiles:
+    return make_view_files(tmp_path)
+
+
+def make_view_files(tmp_path: Path) -> ViewFiles:
+    """The four files in ``tmp_path`` (the fixture's body, for module-scoped fixtures)."""
     traces = trace_dicts()
     traces_path = write_jsonl(tmp_path / "traces.jsonl", traces)
     scorer = Scorer(HashingEmbedder())

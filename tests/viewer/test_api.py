@@ -40,6 +40,15 @@ def call(
         return error.code, json.load(error)
 
 
+def error(detail: str, *, named: bool = False) -> dict[str, Any]:
+    """An ErrorBody as the service answers it; ``named``: its one problem names a field (the
+    detail is ``"field: message"``)."""
+    if not named:
+        return {"detail": detail, "problems": []}
+    path, message = detail.split(": ", 1)
+    return {"detail": detail, "problems": [{"path": path, "message": message}]}
+
+
 # How far an embedding-derived number may move between CPUs and maths libraries.
 EMBEDDING_TOLERANCE = 1e-6
 
@@ -132,7 +141,7 @@ def test_traces_are_paged(server: ViewerServer) -> None:
 def test_bad_parameters_are_422_naming_the_parameter(
     server: ViewerServer, query: str, detail: str
 ) -> None:
-    assert call(server, f"/v1/traces?{query}") == (422, {"detail": detail})
+    assert call(server, f"/v1/traces?{query}") == (422, error(detail, named=True))
 
 
 def test_one_trace_with_its_record_eval_and_near_duplicates(
@@ -164,7 +173,7 @@ def test_one_trace_with_its_record_eval_and_near_duplicates(
 def test_an_unknown_trace_is_404(server: ViewerServer) -> None:
     assert call(server, "/v1/traces/kp%3Atrace%3Anone") == (
         404,
-        {"detail": "no trace kp:trace:none"},
+        error("no trace kp:trace:none"),
     )
 
 
@@ -190,28 +199,46 @@ def test_search_matches_words_of_ids_and_objectives(server: ViewerServer) -> Non
 
 
 @pytest.mark.parametrize(
-    ("body", "detail"),
+    ("body", "expected"),
     [
-        ({"k": 3}, 'expected a JSON object {"text": "...", "k": 10}'),
-        ({"text": "  "}, "text: expected at least one word to search for"),
-        ({"text": "sql", "k": 0}, "k: expected a whole number from 1 to 100"),
+        (
+            {"k": 3},
+            {
+                "detail": 'expected a JSON object {"text": "...", "k": 10}',
+                "problems": [
+                    {"path": "", "message": 'expected a JSON object {"text": "...", "k": 10}'}
+                ],
+            },
+        ),
+        ({"text": "  "}, error("text: expected at least one word to search for", named=True)),
+        ({"text": "sql", "k": 0}, error("k: expected a whole number from 1 to 100", named=True)),
     ],
 )
-def test_bad_searches_are_422(server: ViewerServer, body: Any, detail: str) -> None:
-    assert call(server, "/v1/search", body=body) == (422, {"detail": detail})
+def test_bad_searches_are_422(server: ViewerServer, body: Any, expected: dict[str, Any]) -> None:
+    assert call(server, "/v1/search", body=body) == (422, expected)
 
 
 def test_stats_count_what_was_read(server: ViewerServer, view_files: ViewFiles) -> None:
-    assert call(server, "/v1/stats") == (
+    # The service's Stats: what only a knowledge base knows is null, what only kp view knows
+    # fills the fields kp serve leaves out.
+    status, body = call(server, "/v1/stats")
+    lines = view_files.scores.read_text(encoding="utf-8").splitlines()
+    values = [json.loads(line)["score"] for line in lines]  # in reading order, as summed
+    assert (status, body) == (
         200,
         {
             "traces": 5,
+            "by_domain": {"code-review": 2, "finance": 2, "legal": 1},
+            "mean_value": sum(values) / 5,
+            "last_added_at": None,
+            "threshold": None,
+            "model": None,
+            "dimensions": None,
             "scored": 5,
             "with_steps": 5,
             "evaluated": 1,
             "groups": 1,
             "duplicates": 1,
-            "domains": {"code-review": 2, "finance": 2, "legal": 1},
             "files": view_files.all,
             "skipped": [],
             "warnings": [],
@@ -246,8 +273,8 @@ def test_the_page_is_served_with_a_same_origin_policy(server: ViewerServer) -> N
             assert response.headers["Content-Type"].startswith(kind), path
             assert "connect-src 'self'" in response.headers["Content-Security-Policy"]
             assert len(response.read()) > 500
-    assert call(server, "/secret.txt") == (404, {"detail": "no such page: /secret.txt"})
-    assert call(server, "/v1/nothing") == (404, {"detail": "no such endpoint: /v1/nothing"})
+    assert call(server, "/secret.txt") == (404, error("no such page: /secret.txt"))
+    assert call(server, "/v1/nothing") == (404, error("no such endpoint: /v1/nothing"))
 
 
 def test_an_api_key_is_required_when_set(view_files: ViewFiles) -> None:
@@ -258,7 +285,7 @@ def test_an_api_key_is_required_when_set(view_files: ViewFiles) -> None:
         with urllib.request.urlopen(running.url) as page:
             page_status = page.status
 
-    expected = (401, {"detail": "an API key is needed: Authorization: Bearer KEY"})
+    expected = (401, error("an API key is needed: Authorization: Bearer KEY"))
     assert refused == wrong == expected
     assert allowed[0] == 200
     assert page_status == 200  # the page itself is public: it asks for the key
@@ -267,6 +294,6 @@ def test_an_api_key_is_required_when_set(view_files: ViewFiles) -> None:
 def test_a_foreign_host_name_is_refused_on_loopback(server: ViewerServer) -> None:
     assert call(server, "/v1/stats", headers={"Host": "evil.example:8751"}) == (
         403,
-        {"detail": "this server answers localhost only"},
+        error("this server answers localhost only"),
     )
     assert call(server, "/v1/stats", headers={"Host": "localhost:8751"})[0] == 200

@@ -19,7 +19,7 @@ NODE = shutil.which("node")
 HARNESS = Path(__file__).with_name("dom_harness.js")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
-# GET /v1/stats as kp serve answers it (service/_models.py Stats): no group counts.
+# GET /v1/stats as kp serve answers it (api_models.Stats, kp view's fields left out).
 SERVE_STATS = {
     "traces": 1,
     "by_domain": {"code-review": 1},

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -70,6 +74,14 @@ from ._run import (
 @profiles_option
 @batch_size_option
 @click.option(
+    "--work-dir",
+    metavar="DIR",
+    default=None,
+    help="Where vectors and lists are kept while curating (default: .OUTPUT.kp-curate "
+    "beside -o). A stopped run leaves its embeddings there for the next run; a finished "
+    "run removes what it wrote there.",
+)
+@click.option(
     "--first-pass",
     type=click.Choice(["none", "static"]),
     default="none",
@@ -90,7 +102,7 @@ from ._run import (
 @max_errors_option
 @engine_options
 @quiet_option
-def curate_command(  # noqa: C901  (issue 25 splits it; until then over the limit)
+def curate_command(
     paths: tuple[str, ...],
     output: str,
     groups: str,
@@ -99,6 +111,7 @@ def curate_command(  # noqa: C901  (issue 25 splits it; until then over the limi
     embedder_choice: str,
     profiles: Path | None,
     batch_size: int,
+    work_dir: str | None,
     first_pass: str,
     candidate_similarity: float | None,
     source_format: str,
@@ -115,9 +128,109 @@ def curate_command(  # noqa: C901  (issue 25 splits it; until then over the limi
     """Drop near-duplicates: keep the most valuable trace of each group, whatever the order."""
     from ..embedding import choose_embedder
     from ..importers import ImportOptions
-    from ..kb import EmbeddingIdentity, open_knowledge_base
-    from ..scoring._curation import DEFAULT_SIMILARITY, curate
+    from ..scoring._curation import DEFAULT_SIMILARITY
 
+    _check_options(engine, address, workers, first_pass, kb, candidate_similarity, quiet)
+    registry = profile_registry(profiles)
+    files = check_paths(paths)
+    refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
+    chosen = choose_embedder(embedder_choice, bulk=True)
+    if chosen.embedder is None:
+        raise click.UsageError(f"kp curate compares embeddings, and there is none: {chosen.reason}")
+    job = _Job(
+        files=files,
+        source_format=source_format,
+        options=ImportOptions(task_domain=task_domain, success=success, confidence=confidence),
+        output=output,
+        groups=groups,
+        threshold=similarity if similarity is not None else DEFAULT_SIMILARITY,
+        kb=kb,
+        chosen=chosen,
+        registry=registry,
+        batch_size=batch_size,
+        work_dir=Path(work_dir) if work_dir is not None else default_work_dir(output),
+        first_pass=first_pass,
+        candidate_similarity=candidate_similarity,
+        rejects=rejects,
+        max_errors=max_errors,
+        engine=engine,
+        address=address,
+        workers=workers,
+        quiet=quiet,
+        console=stderr_console(),
+    )
+    if engine == "ray" or first_pass != "none":
+        raise click.exceptions.Exit(_curate_in_memory(job))
+    raise click.exceptions.Exit(_curate_streaming(job))
+
+
+def default_work_dir(output: str) -> Path:
+    """``.NAME.kp-curate`` beside the output ``-o NAME`` (in the current directory for -)."""
+    if output == "-":
+        return Path(".kp-curate")
+    target = Path(output)
+    return target.with_name(f".{target.name}.kp-curate")
+
+
+@dataclass
+class _Job:
+    """What ``kp curate`` was asked to do."""
+
+    files: list[str]
+    source_format: str
+    options: Any
+    output: str
+    groups: str
+    threshold: float
+    kb: str | None
+    chosen: Any
+    registry: Any
+    batch_size: int
+    work_dir: Path
+    first_pass: str
+    candidate_similarity: float | None
+    rejects: str | None
+    max_errors: int | None
+    engine: str
+    address: str | None
+    workers: int | None
+    quiet: bool
+    console: Any
+
+    def run(self, stack: ExitStack) -> Run:
+        return Run(
+            stack,
+            label="reading",
+            quiet=self.quiet,
+            rejects=self.rejects,
+            max_errors=self.max_errors,
+            console=self.console,
+        )
+
+    def open_base(self, stack: ExitStack) -> Any:
+        if self.kb is None:
+            return None
+        from ..kb import EmbeddingIdentity, open_knowledge_base
+
+        base = open_knowledge_base(self.kb, EmbeddingIdentity.of(self.chosen.embedder))
+        stack.callback(base.close)
+        return base
+
+    def say_embedder(self) -> None:
+        if not self.quiet:
+            embedder = self.chosen.embedder
+            self.console.print(f"embedder: {embedder.name} — {self.chosen.reason}", markup=False)
+
+
+def _check_options(
+    engine: str,
+    address: str | None,
+    workers: int | None,
+    first_pass: str,
+    kb: str | None,
+    candidate_similarity: float | None,
+    quiet: bool,
+) -> None:
     check_engine(engine, address, workers, local_workers=True)
     if engine == "local" and workers is not None and workers > 1 and not quiet:
         stderr_console().print(
@@ -135,102 +248,195 @@ def curate_command(  # noqa: C901  (issue 25 splits it; until then over the limi
         raise click.UsageError("--first-pass static runs locally only (not with --engine ray)")
     if candidate_similarity is not None and first_pass == "none":
         raise click.UsageError("--candidate-similarity applies to --first-pass static only")
-    registry = profile_registry(profiles)
-    files = check_paths(paths)
-    refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
-    options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
-    console = stderr_console()
-    chosen = choose_embedder(embedder_choice, bulk=True)
-    if chosen.embedder is None:
-        raise click.UsageError(f"kp curate compares embeddings, and there is none: {chosen.reason}")
-    threshold = similarity if similarity is not None else DEFAULT_SIMILARITY
-    pile = []
+
+
+def _stopped(job: _Job, tally: Any, message: str) -> int:
+    tally.print_folded()
+    job.console.print(tally.accounting(), highlight=False)
+    job.console.print(message, markup=False, highlight=False)
+    return int(tally.exit_code())
+
+
+def _curate_streaming(job: _Job) -> int:
+    """Read once, keep a few numbers per trace in memory and the rest in the work directory."""
+    from ..scoring._spool import remove_work_dir
+    from ..scoring._stream_curation import StreamingCuration
+
+    job.say_embedder()  # embedding goes on while reading
     with ExitStack() as stack:
-        base = None
-        if kb is not None:
-            base = open_knowledge_base(kb, EmbeddingIdentity.of(chosen.embedder))
-            stack.callback(base.close)
-        run = Run(
-            stack,
-            label="reading",
-            quiet=quiet,
-            rejects=rejects,
-            max_errors=max_errors,
-            console=console,
+        curation = StreamingCuration(
+            job.work_dir,
+            embedder=job.chosen.embedder,
+            similarity=job.threshold,
+            kb=job.open_base(stack),
+            profiles=job.registry,
+            batch_size=job.batch_size,
         )
+        stack.callback(curation.close)
+        run = job.run(stack)
         with run:
-            for conversion in read_conversions(files, source_format, options, run):
+            for conversion in read_conversions(job.files, job.source_format, job.options, run):
+                for trace in conversion.traces:
+                    curation.add(trace)
+                if not conversion.problems:
+                    run.tally.processed += conversion.counted
+                run.step()
+            curation.finish_reading()
+        tally = run.tally
+        # Until the outputs are written, every record read counts as not processed.
+        read, tally.processed = tally.processed, 0
+        if tally.interrupted:
+            return _stopped(
+                job,
+                tally,
+                "interrupted before curating: nothing was written" + _kept_note(job, curation),
+            )
+        run.stop_display()
+        with run, phase_progress(job.console, not job.quiet, "finding near-duplicates") as shown:
+            curation.decide(progress=shown)
+        if tally.interrupted:
+            return _stopped(
+                job,
+                tally,
+                "interrupted while curating: nothing was written" + _kept_note(job, curation),
+            )
+        kept_out = open_writer(stack, job.output)
+        groups_out = open_writer(stack, job.groups)
+        with signals_held():
+            curation.write(kept_out.write_line, groups_out.write_line)
+            tally.processed = read
+    remove_work_dir(job.work_dir)
+    if not job.quiet:
+        tally.print_folded()
+        job.console.print(tally.accounting(), highlight=False)
+        _say_result(job, len(curation), curation.kept_count, curation.dropped, curation.groups)
+        if curation.repeated:
+            job.console.print(f"repeated ids: {curation.repeated} traces read twice counted once")
+        if curation.reused:
+            job.console.print(
+                f"embeddings: {curation.reused:,} reused from an earlier run, "
+                f"{curation.embedded:,} made",
+                highlight=False,
+            )
+        job.console.print(took_line(curation.timings, len(curation)), highlight=False)
+    return int(tally.exit_code())
+
+
+def _kept_note(job: _Job, curation: Any) -> str:
+    curation.close()
+    curation.discard_scratch()  # what a re-run makes again anyway: only the vectors stay
+    return f"; {curation.spool.size:,} embeddings are kept in {job.work_dir} for the next run"
+
+
+def took_line(timings: Any, traces: int) -> str:
+    """``took 12.3 s (812 traces/s): read 2.0 s, embed 8.1 s, search 1.9 s, write 0.3 s``."""
+    total = time.perf_counter() - timings.started
+    rate = traces / total if total > 0 else 0.0
+    return (
+        f"took {total:.1f} s ({rate:,.0f} traces/s): read {timings.read:.1f} s, embed "
+        f"{timings.embed:.1f} s, search {timings.search:.1f} s, write {timings.write:.1f} s"
+    )
+
+
+def _say_result(job: _Job, distinct: int, kept: int, dropped: int, groups: int) -> None:
+    job.console.print(
+        f"traces: {distinct}   kept {kept}   dropped {dropped} as "
+        f"near-duplicates (cosine ≥ {job.threshold:g}) in {groups} groups",
+        highlight=False,
+    )
+
+
+@contextmanager
+def phase_progress(console: Any, enabled: bool, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar with the time left on stderr when it is a terminal; yields ``shown(done, total)``."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not (enabled and console.is_terminal),
+    )
+    with progress:
+        task = progress.add_task(label, total=None)
+
+        def shown(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield shown
+
+
+def _curate_in_memory(job: _Job) -> int:
+    """``--engine ray`` and ``--first-pass static``: every trace is read into memory first."""
+    from ..scoring._curation import curate
+
+    pile: list[Any] = []
+    console = job.console
+    with ExitStack() as stack:
+        base = job.open_base(stack)
+        run = job.run(stack)
+        with run:
+            for conversion in read_conversions(job.files, job.source_format, job.options, run):
                 pile.extend(conversion.traces)
                 if not conversion.problems:
                     run.tally.processed += conversion.counted
                 run.step()
         tally = run.tally
         if tally.interrupted:
-            tally.print_folded()
-            console.print(tally.accounting(), highlight=False)
-            console.print("interrupted before curating: nothing was written")
-            raise click.exceptions.Exit(tally.exit_code())
-        if not quiet:
-            console.print(f"embedder: {chosen.embedder.name} — {chosen.reason}", markup=False)
-        # Curating is a run of its own: a stop here is reported like one while reading,
-        # with every record read counted as not processed, since nothing is written.
-        read = tally.processed
-        tally.processed = 0
+            return _stopped(job, tally, "interrupted before curating: nothing was written")
+        job.say_embedder()
+        read, tally.processed = tally.processed, 0
         with run:
-            if engine == "ray":
+            if job.engine == "ray":
                 from ..distributed._cli import ray_curate
 
                 result = ray_curate(
                     stack,
                     pile,
-                    chosen.embedder,
-                    address,
-                    workers,
-                    similarity=threshold,
+                    job.chosen.embedder,
+                    job.address,
+                    job.workers,
+                    similarity=job.threshold,
                     kb=base,
-                    profiles=registry,
+                    profiles=job.registry,
                 )
             else:
-                cheap = None
-                if first_pass == "static":
-                    cheap = choose_embedder("static").embedder
-                    if not quiet:
-                        console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
-                    from ._static_cmd import say_if_building
-
-                    say_if_building(console, quiet)
                 result = curate(
                     pile,
-                    embedder=chosen.embedder,
-                    similarity=threshold,
-                    kb=base,
-                    batch_size=batch_size,
-                    profiles=registry,
-                    first_pass=cheap,
-                    candidate_similarity=candidate_similarity,
+                    embedder=job.chosen.embedder,
+                    similarity=job.threshold,
+                    batch_size=job.batch_size,
+                    profiles=job.registry,
+                    first_pass=_first_pass(job),
+                    candidate_similarity=job.candidate_similarity,
                 )
             tally.processed = read
         if tally.interrupted:
-            tally.print_folded()
-            console.print(tally.accounting(), highlight=False)
-            console.print("interrupted while curating: nothing was written")
-            raise click.exceptions.Exit(tally.exit_code())
-        kept_out = open_writer(stack, output)
-        groups_out = open_writer(stack, groups)
+            return _stopped(job, tally, "interrupted while curating: nothing was written")
+        kept_out = open_writer(stack, job.output)
+        groups_out = open_writer(stack, job.groups)
         with signals_held():
             for trace in result.kept:
                 kept_out.write_line(trace.to_json())
             for group in result.groups:
                 groups_out.write_json(group.to_dict())
-    if not quiet:
+    if not job.quiet:
         tally.print_folded()
         console.print(tally.accounting(), highlight=False)
         distinct = len(result.values)
-        console.print(
-            f"traces: {distinct}   kept {len(result.kept)}   dropped {result.dropped} as "
-            f"near-duplicates (cosine ≥ {threshold:g}) in {len(result.groups)} groups",
-            highlight=False,
-        )
+        _say_result(job, distinct, len(result.kept), result.dropped, len(result.groups))
         if result.embedded is not None:
             console.print(
                 f"first pass: {result.candidate_pairs:,} candidate pairs; MiniLM embedded "
@@ -239,4 +445,17 @@ def curate_command(  # noqa: C901  (issue 25 splits it; until then over the limi
             )
         if len(pile) > distinct:
             console.print(f"repeated ids: {len(pile) - distinct} traces read twice counted once")
-    raise click.exceptions.Exit(tally.exit_code())
+    return int(tally.exit_code())
+
+
+def _first_pass(job: _Job) -> Any:
+    if job.first_pass != "static":
+        return None
+    from ..embedding import choose_embedder
+    from ._static_cmd import say_if_building
+
+    cheap = choose_embedder("static").embedder
+    if not job.quiet:
+        job.console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
+    say_if_building(job.console, job.quiet)
+    return cheap

@@ -154,9 +154,10 @@ def eval_command(
                 line = EvalRecord.of(
                     result, source=record.source, line=record.line, index=record.index
                 )
-                line = sinks.add_eval(record, case, line)
+                line = sinks.label(line, record.data)
                 with signals_held():
                     out.write_line(line.to_json())
+                    sinks.add_eval(record, case, line)  # once written: never reported alone
                     builder.add(result)
                     agreement.add(case, result)
                     tally.processed += count

@@ -1,7 +1,9 @@
 """``--junit``, ``--group-by`` and ``--otel-endpoint`` of ``kp score`` and ``kp eval``.
 
 What the three options do with each result lives here, in :class:`ResultSinks`, so the
-commands' loops each gain a call or two rather than three features' worth of code.
+commands' loops each gain a call or two rather than three features' worth of code. A result
+is labelled (its group) before its line is written and counted in only once it is: a record
+whose write is interrupted is then in neither the output nor the JUnit report, events, groups.
 """
 
 from __future__ import annotations
@@ -121,8 +123,16 @@ class ResultSinks:
 
         return {self._group_by: group_label(field_value(data, self._group_by))}
 
-    def add_eval(self, record: InputRecord, case: Case, line: EvalRecord) -> EvalRecord:
-        """Send one evaluated case on; the line back, with its group when grouping."""
+    def label(self, line: R, data: Any) -> R:
+        """The line as it is written: with its group when grouping (``data``: the fields
+        ``--group-by`` reads). Nothing is counted in yet: see :meth:`add_eval`, :meth:`add_score`."""
+        group = self._group(data)
+        if group is None or self._groups is None:
+            return line
+        return line.model_copy(update={"group": group})
+
+    def add_eval(self, record: InputRecord, case: Case, line: EvalRecord) -> None:
+        """Count one evaluated case in, once its (labelled) line is written."""
         from ..integrations.otel_events import EvaluationEvent
         from ..rubrics import OutcomeType
 
@@ -131,11 +141,8 @@ class ResultSinks:
             self._junit.add(result, seconds=self._seconds, where=record.place)
         if self._exporter is not None:
             self._exporter.emit(EvaluationEvent.of_result(result, case.trace))
-        return self._grouped(
-            line,
-            record.data,
-            result.score,
-            result.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION,
+        self._add_to_group(
+            line, result.score, result.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
         )
 
     @property
@@ -143,25 +150,21 @@ class ResultSinks:
         """Whether any sink wants the results (else the hot path skips building records)."""
         return self._junit is not None or self._exporter is not None or self._groups is not None
 
-    def add_score(self, trace: ReasoningTrace, score: ValueScore, line: ScoreRecord) -> ScoreRecord:
-        """Send one scored trace on; the line back, with its group when grouping."""
+    def add_score(self, trace: ReasoningTrace, score: ValueScore, line: ScoreRecord) -> None:
+        """Count one scored trace in, once its (labelled) line is written."""
         from ..integrations.otel_events import EvaluationEvent
 
         if self._junit is not None:
             self._junit.add_score(line)
         if self._exporter is not None:
             self._exporter.emit(EvaluationEvent.of_score(score, trace, self._threshold))
-        if self._groups is None:
-            return line
-        passed = line.passed if line.passed is not None else trace.metadata.success
-        return self._grouped(line, trace.to_dict(), line.score, passed)
+        if self._groups is not None:
+            passed = line.passed if line.passed is not None else trace.metadata.success
+            self._add_to_group(line, line.score, passed)
 
-    def _grouped(self, line: R, data: Any, value: float, passed: bool) -> R:
-        group = self._group(data)
-        if group is None or self._groups is None:
-            return line
-        self._groups.add(next(iter(group.values())), value, passed)
-        return line.model_copy(update={"group": group})
+    def _add_to_group(self, line: EvalRecord | ScoreRecord, value: float, passed: bool) -> None:
+        if self._groups is not None and line.group is not None:
+            self._groups.add(next(iter(line.group.values())), value, passed)
 
     def reject(self, where: str, messages: Sequence[str]) -> None:
         """A record that could not be evaluated: an error in the JUnit report."""

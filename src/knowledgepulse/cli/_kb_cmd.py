@@ -274,6 +274,10 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                 except (KeyError, TypeError, ValueError) as exc:
                     run.tally.reject(Rejection([record], [f"malformed export line: {exc}"]))
                     continue
+                broken = _broken_score_record(item.record)
+                if broken:
+                    run.tally.reject(Rejection([record], broken))
+                    continue
                 if kb is None:
                     kb = _open(location, create=True, identity=identity)
                     stack.callback(kb.close)
@@ -293,6 +297,27 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
         tally.print_folded()
         run.console.print(f"{tally.accounting()}; traces added: {added}", highlight=False)
     raise click.exceptions.Exit(tally.exit_code())
+
+
+def _broken_score_record(record: Any) -> list[str]:
+    """What is wrong with an export line's score record, one ``record.field: why`` each (none
+    when it is absent or reads back as a score): read as ``ValueScore.from_record`` reads it
+    when the base answers for the trace, so a broken one is refused here, not there."""
+    from pydantic import ValidationError
+
+    from .._schema import format_path
+    from ..scoring import ValueScore
+
+    if record is None:
+        return []
+    try:
+        ValueScore.from_record(record)
+    except ValidationError as exc:
+        return [
+            f"record.{format_path(e['loc'])}: {e['msg']}" if e["loc"] else f"record: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        ]
+    return []
 
 
 def _embedder_for_search(kb: Any = None) -> Any:

@@ -50,12 +50,9 @@ class Rejection:
         return [f"{where}: {problem}" for problem in self.problems]
 
     def to_json(self, record: InputRecord) -> dict[str, Any]:
-        entry: dict[str, Any] = {"source": record.source, "line": record.line}
-        if record.index is not None:
-            entry["index"] = record.index
-        entry["errors"] = self.problems
-        entry["record"] = record.raw if record.error is not None else record.data
-        return entry
+        from ..scoring._run import rejection_entry
+
+        return rejection_entry(record, self.problems)
 
 
 @dataclass
@@ -404,6 +401,10 @@ class Run:
         tally = self.tally
         rate = tally.processed / tally.elapsed if tally.elapsed > 0 else 0.0
         self._progress.update(self._task, completed=tally.processed, rate=f"{rate:,.0f} records/s")
+
+    def stop_display(self) -> None:
+        """End the live counter, so that a later phase can show its own."""
+        self._progress.stop()
 
     def __enter__(self) -> Run:
         self._signals = stop_signals()

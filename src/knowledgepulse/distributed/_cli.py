@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from ..scoring._scorer import Scorer
+    from ._scoring import RayScorer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,12 +65,12 @@ def _connect(stack: ExitStack, address: str | None) -> Any:
 
 def ray_scorer(
     stack: ExitStack,
-    local: Any,
+    local: Scorer,
     embedder: Any,
     memory: Any,
     address: str | None,
     workers: int | None,
-) -> Any:
+) -> RayScorer:
     """A :class:`RayScorer` with the settings of the local scorer ``local``, closed with ``stack``."""
     from ._scoring import RayScorer
     from ._workers import factory_for

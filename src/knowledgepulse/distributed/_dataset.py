@@ -38,36 +38,15 @@ def score_dataset(
     import json
 
     from ..importers import ImportOptions
-    from ..records import ScoreRecord
+    from ..scoring._run import check_scoring_engine, iter_scored_units, rejection_entry
     from ._cluster import import_ray
 
     ray = import_ray()
     rows: list[dict[str, str | None]] = []
-    pairs: list[tuple[Any, Any]] = []
-    for conversion in conversions_of_dataset(ds, source_format, options or ImportOptions(), column):
-        for record in conversion.records if conversion.problems else []:
-            entry: dict[str, Any] = {"source": record.source, "line": record.line}
-            if record.index is not None:
-                entry["index"] = record.index
-            entry["errors"] = conversion.problems
-            entry["record"] = record.raw if record.error is not None else record.data
-            rows.append({"score": None, "rejection": json.dumps(entry, ensure_ascii=False)})
-        pairs.extend((conversion, trace) for trace in conversion.traces)
-        # Scores go where their record was: collected now, placed after scoring.
-        rows.extend({"score": "", "rejection": None} for _ in conversion.traces)
-    scored = scorer.iter_scores(
-        pairs, payload=True, where=lambda conversion: conversion.records[0].where
-    )
-    slots = (row for row in rows if row["score"] == "")
-    for (conversion, trace, score), row in zip(scored, slots):
-        first = conversion.records[0]
-        single = len(conversion.records) == 1
-        row["score"] = ScoreRecord.of(
-            score,
-            trace,
-            source=first.source,
-            line=first.line,
-            index=first.index if single else None,
-            threshold=threshold,
-        ).to_json()
+    units = conversions_of_dataset(ds, source_format, options or ImportOptions(), column)
+    for unit in iter_scored_units(check_scoring_engine(scorer), units, threshold=threshold):
+        for record in unit.records if unit.problems else []:
+            entry = json.dumps(rejection_entry(record, unit.problems), ensure_ascii=False)
+            rows.append({"score": None, "rejection": entry})
+        rows.extend({"score": scored.line, "rejection": None} for scored in unit.traces)
     return ray.data.from_items(rows) if rows else ray.data.from_items([])

@@ -121,6 +121,8 @@ class TraceBuilder:
         self.objective_context: list[str] = []
         # The best objective when no user message comes: (text, where from); marked defaulted.
         self.fallback: tuple[str, str] | None = None
+        # An importer set ``objective`` itself from a stand-in (a session id): list it defaulted.
+        self.objective_defaulted = False
         # Why a trace without steps has none, when the source says (a crashed run).
         self.no_steps_reason: str | None = None
         self.result_summary: str | None = None
@@ -396,6 +398,8 @@ class TraceBuilder:
         if options.objective:
             return options.objective, FROM_OPTION
         if self.objective is not None and self.objective.strip():
+            if self.objective_defaulted:
+                defaulted.append("objective")
             return self.objective, self.objective_from or FROM_USER_MESSAGE
         if self.objective_context:
             # Only preambles came: the first is still what the user sent.

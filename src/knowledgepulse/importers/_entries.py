@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._builder import TraceBuilder
-from ._harness_text import OBJECTIVE_FROM
+from ._objective import ObjectiveFrom
 from ._values import at
 
 __all__ = ["Entry", "default_objective", "entries_of", "first_str"]
@@ -24,14 +24,17 @@ def entries_of(record: Any) -> list[Entry]:
     return [(record, "")]
 
 
-def default_objective(builder: TraceBuilder, fallback: str | None, source: str) -> None:
+def default_objective(builder: TraceBuilder, fallback: str | None, origin: ObjectiveFrom) -> None:
     """When no objective was found but the run has steps, take ``fallback`` and say so: a run
-    that crashed before its first prompt is still a run (marked ``defaulted``)."""
+    that crashed before its first prompt is still a run (marked ``defaulted``; ``origin``, one
+    of ``._objective``'s names, says what the stand-in is)."""
     if builder.objective is not None or not builder.steps:
         return
     if fallback and fallback.strip():
         builder.objective = fallback.strip()
-        builder.info[OBJECTIVE_FROM] = f"defaulted: {source}"
+        builder.objective_from = origin
+        # Listed where every other default is (kp_import.defaulted).
+        builder.objective_defaulted = True
 
 
 def first_str(record: Mapping[str, Any], *keys: str) -> str | None:

@@ -3,7 +3,8 @@
 Harnesses wrap the task in their own text: a prompt template around the issue, context blocks
 (``<environment_context>``, ``<system-reminder>``) injected as user messages, command output
 tagged with its exit code. These helpers read those conventions, so each importer can choose
-the objective by a documented rule and mark failed commands.
+the objective by a documented rule (named with ``._objective``'s names) and mark failed
+commands.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "OBJECTIVE_FROM",
     "exit_code_of",
     "list_of",
     "mapping",
@@ -23,9 +23,6 @@ __all__ = [
     "task_from_template",
     "text_of",
 ]
-
-#: ``metadata.kp_import`` key naming where the objective was taken from.
-OBJECTIVE_FROM = "objective_from"
 
 # Where a template's next field starts: Jinja ``{{``/``{%`` or a format field ``{name}``.
 _FIELD = re.compile(r"\{\{|\{%|\{[A-Za-z_]")

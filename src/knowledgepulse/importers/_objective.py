@@ -18,8 +18,10 @@ through this module:
    text (trace input, agent name, span name) is the objective, marked ``objective`` in
    ``kp_import.defaulted``.
 
-Where the objective came from is kept as ``metadata.kp_import.objective_from`` (one of
-:data:`ObjectiveFrom`'s values, ``template:<name>`` for an extracted task).
+Where the objective came from is kept as ``metadata.kp_import.objective_from``: one of
+:data:`OBJECTIVE_FROM_NAMES`, or ``template:<name>`` (a :data:`TEMPLATES` name) for an
+extracted task. Every importer uses these names and no wording of its own; docs/importers.md
+documents each.
 
 The API for importers: :func:`task_from_template`, :func:`preamble_kind` and the origin names.
 """
@@ -32,20 +34,32 @@ __all__ = [
     "FROM_AGENT_NAME",
     "FROM_FORMAT",
     "FROM_OPTION",
+    "FROM_SOURCE_ID",
     "FROM_SPAN_NAME",
+    "FROM_TASK_DEFINITION",
     "FROM_TASK_FIELD",
     "FROM_TOOL_NAMES",
     "FROM_TRACE_INPUT",
     "FROM_TRACE_NAME",
     "FROM_USER_MESSAGE",
+    "OBJECTIVE_FROM_NAMES",
+    "TEMPLATES",
+    "TEMPLATE_INSTANCE",
+    "TEMPLATE_MINI_SWE_AGENT",
+    "TEMPLATE_PREFIX",
+    "TEMPLATE_SWE_AGENT",
+    "TEMPLATE_TERMINUS_2",
     "ObjectiveFrom",
     "preamble_kind",
     "task_from_template",
 ]
 
-# Where an objective came from (``metadata.kp_import.objective_from``).
+# Where an objective came from (``metadata.kp_import.objective_from``); docs/importers.md
+# documents each in its table, and a test holds the two together.
 FROM_OPTION = "option"  # the caller's ImportOptions.objective / --objective
-FROM_TASK_FIELD = "task_field"  # an explicit task field of the source
+# An explicit task field of the source (OpenAI Agents metadata, an OpenHands evaluation line's
+# or a Harbor row's ``instruction``, an Inspect sample's ``input``).
+FROM_TASK_FIELD = "task_field"
 FROM_TRACE_INPUT = "trace_input"  # a trace's or root run's/span's input value
 FROM_USER_MESSAGE = "user_message"  # the first user message that is not a preamble
 # Defaulted: the source holds no user message.
@@ -54,9 +68,41 @@ FROM_AGENT_NAME = "agent_name"
 FROM_SPAN_NAME = "span_name"
 FROM_TOOL_NAMES = "tool_names"
 FROM_FORMAT = "format"
+# The run's own id (a session, sample or instance id, an environment name).
+FROM_SOURCE_ID = "source_id"
+# The benchmark task's own description (tau2's ``reason_for_call``), the user never spoke.
+FROM_TASK_DEFINITION = "task_definition"
 
 ObjectiveFrom = str
+#: Every name but ``template:<name>`` (whose names are :data:`TEMPLATES`).
+OBJECTIVE_FROM_NAMES: tuple[ObjectiveFrom, ...] = (
+    FROM_OPTION,
+    FROM_TASK_FIELD,
+    FROM_TRACE_INPUT,
+    FROM_USER_MESSAGE,
+    FROM_TRACE_NAME,
+    FROM_AGENT_NAME,
+    FROM_SPAN_NAME,
+    FROM_TOOL_NAMES,
+    FROM_FORMAT,
+    FROM_SOURCE_ID,
+    FROM_TASK_DEFINITION,
+)
+
 TEMPLATE_PREFIX = "template:"
+# Known templates a task is extracted from (``template:<name>``).
+TEMPLATE_TERMINUS_2 = "terminus-2"  # Terminus-2's instruction template
+# The run's own configured ``instance_template`` (SWE-agent, mini-SWE-agent).
+TEMPLATE_INSTANCE = "instance_template"
+# SWE-agent's stock prompts: a ``<pr_description>``/``<issue>`` block, an ``ISSUE:`` section.
+TEMPLATE_SWE_AGENT = "swe-agent"
+TEMPLATE_MINI_SWE_AGENT = "mini-swe-agent"  # mini-SWE-agent's stock instance templates
+TEMPLATES: tuple[str, ...] = (
+    TEMPLATE_TERMINUS_2,
+    TEMPLATE_INSTANCE,
+    TEMPLATE_SWE_AGENT,
+    TEMPLATE_MINI_SWE_AGENT,
+)
 
 # -- templates ------------------------------------------------------------------------------
 
@@ -77,7 +123,7 @@ def task_from_template(text: str) -> tuple[str, str] | None:
     if stripped.startswith(_TERMINUS_2_START):
         match = _TERMINUS_2_TASK.search(stripped)
         if match is not None and match.group("task").strip():
-            return match.group("task").strip(), "terminus-2"
+            return match.group("task").strip(), TEMPLATE_TERMINUS_2
     return None
 
 

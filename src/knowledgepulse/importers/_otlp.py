@@ -16,7 +16,7 @@ from typing import Any
 from ._otel_spans import Event, Span
 from ._values import ConversionError, at, expect_dict, expect_list, parse_timestamp
 
-__all__ = ["SpanProblem", "is_js_span", "read_spans"]
+__all__ = ["PlainLog", "SpanProblem", "is_js_span", "read_spans"]
 
 _NOT_OTLP = (
     "expected an OTLP export (resourceSpans or resourceLogs) or a span with context.trace_id"
@@ -39,6 +39,17 @@ class SpanProblem:
     error: ConversionError
 
 
+@dataclass(frozen=True)
+class PlainLog:
+    """A log record with no GenAI content (an application's own log line, Semantic Kernel's
+    "Function ... invoking."): nothing to import, but a record of the input all the same. It
+    joins the run of its ``trace_id`` when the input holds one, else it is reported."""
+
+    origin: int
+    trace_id: str | None
+    path: str
+
+
 @dataclass
 class _LogEvent:
     trace_id: str | None
@@ -52,19 +63,21 @@ class _Reading:
     spans: list[Span]
     logs: list[_LogEvent]
     problems: list[SpanProblem]
+    plain: list[PlainLog]
 
 
 def read_spans(
     documents: Iterable[tuple[Any, str, int]],
-) -> tuple[list[Span], list[SpanProblem]]:
+) -> tuple[list[Span], list[SpanProblem], list[PlainLog]]:
     """The spans of OTLP exports, span lists and log records, each given with its path and
-    origin (a number the caller chooses for the input record).
+    origin (a number the caller chooses for the input record), and the log records that
+    hold no GenAI event (:class:`PlainLog`).
 
     A broken span does not stop the reading: it is a :class:`SpanProblem` (of its trace,
     when its ``traceId`` can be read), and the other spans are still read. GenAI events sent
     as log records are joined to their span across all ``documents``.
     """
-    reading = _Reading([], [], [])
+    reading = _Reading([], [], [], [])
     for record, path, origin in documents:
         try:
             for document, where in _documents(record, path):
@@ -72,7 +85,7 @@ def read_spans(
         except ConversionError as exc:
             reading.problems.append(SpanProblem(origin, None, exc))
     _attach_logs(reading)
-    return reading.spans, reading.problems
+    return reading.spans, reading.problems, reading.plain
 
 
 def _documents(export: Any, path: str) -> Iterator[tuple[Any, str]]:
@@ -98,7 +111,10 @@ def _read_document(document: Any, path: str, origin: int, reading: _Reading) -> 
         if not _is_export(document):
             record = expect_dict(document, path)
             if "context" not in record and "body" in record:
-                reading.logs.extend(_flat_log(record, path, origin))
+                events = _flat_log(record, path, origin)
+                reading.logs.extend(events)
+                if not events:
+                    reading.plain.append(PlainLog(origin, _id(record.get("trace_id")), path))
             elif is_js_span(record):
                 reading.spans.append(_js_span(record, path, len(reading.spans), origin))
             else:
@@ -111,7 +127,10 @@ def _read_document(document: Any, path: str, origin: int, reading: _Reading) -> 
                 reading.problems.append(SpanProblem(origin, _trace_id_of(raw, "traceId"), exc))
         for raw, item_path in _scoped(document, path, "resourceLogs", "scopeLogs", "logRecords"):
             try:
-                reading.logs.extend(_otlp_log(raw, item_path, origin))
+                events = _otlp_log(raw, item_path, origin)
+                reading.logs.extend(events)
+                if not events:
+                    reading.plain.append(PlainLog(origin, _id(raw.get("traceId")), item_path))
             except ConversionError as exc:
                 reading.problems.append(SpanProblem(origin, _trace_id_of(raw, "traceId"), exc))
     except ConversionError as exc:

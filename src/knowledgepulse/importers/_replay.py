@@ -7,8 +7,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from ._binary import scrub_text
 from ._builder import RawStep, TraceBuilder
 from ._messages import Message, Part
+from ._objective import preamble_kind
 
 __all__ = ["Replay"]
 
@@ -21,14 +23,15 @@ class Replay:
     emitted only the first time it is seen: tool calls and results by their call id, text by a
     count (an assistant that says "OK" twice in one conversation keeps both).
 
-    With ``user_turns``, user messages are replayed the same way (each once: the first is the
-    objective, later ones user observations, see :meth:`TraceBuilder.user_message`); without,
-    the first user text is only the objective.
+    User messages are replayed the same way, each once: the first is the objective, later ones
+    user observations (see :meth:`TraceBuilder.user_message`), so a user's answer mid-task is
+    not lost. A user text that holds the objective (read from a trace's input first; a
+    flattened prompt around it) or is kept beside it, and a harness preamble after the task,
+    are not user turns.
     """
 
-    def __init__(self, builder: TraceBuilder, *, user_turns: bool = False) -> None:
+    def __init__(self, builder: TraceBuilder) -> None:
         self.builder = builder
-        self.user_turns = user_turns
         self._emitted: Counter[tuple[Any, ...]] = Counter()
 
     def llm_call(
@@ -45,9 +48,6 @@ class Replay:
         for is_output, message in tagged:
             for part in message.parts:
                 user_text = part.kind == "text" and message.role == "user"
-                if user_text and not self.user_turns:
-                    self.builder.note_objective(part.text)
-                    continue
                 if (
                     not user_text
                     and message.role in ("user", "system")
@@ -64,7 +64,7 @@ class Replay:
                         continue
                 self._emitted[key] += 1
                 if user_text:
-                    self.builder.user_message(part.text)
+                    self._user_turn(part.text)
                     continue
                 step = self._emit(part)
                 if first_thought is None and is_output and step is not None:
@@ -74,6 +74,24 @@ class Replay:
             first_thought.latency_ms = latency_ms
         if error is not None:
             self.builder.observation(error, failed=True)
+
+    def _user_turn(self, text: str | None) -> None:
+        builder = self.builder
+        if text is None or not text.strip():
+            return
+        if builder.objective is not None:
+            clean = scrub_text(text).strip()
+            # The task restated: the objective itself, text kept beside it, or, before the
+            # agent did anything, a flattened prompt ("system: ...\nuser: <task>") or the call's
+            # arguments around it (later, a short objective inside an answer is an answer).
+            objective = builder.objective.strip()
+            restated = objective in clean if not builder.steps else clean == objective
+            if restated or clean in (c.strip() for c in builder.objective_context):
+                return
+            if preamble_kind(clean) is not None:
+                builder.note_objective(text)
+                return
+        builder.user_message(text)
 
     def _emit(self, part: Part) -> RawStep | None:
         if part.kind in ("text", "reasoning"):

@@ -31,6 +31,8 @@ from knowledgepulse.io._reader import InputRecord
 from ._harness import FILE_FORMATS, RUN_FORMATS, is_run_part
 from ._langsmith_batch import merge_batches
 from ._options import ImportOptions
+from ._otel_spans import Span
+from ._otlp import PlainLog
 from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
 from ._runs import is_one_run
 from ._values import ConversionError, at
@@ -211,7 +213,8 @@ class _Stream:
         try:
             runs = RUN_FORMATS[name](record.data, self.options)
         except (ConversionError, TraceValidationError) as exc:
-            yield Conversion([record], [], [str(p) for p in exc.problems], name)
+            problems = self._hinted([str(p) for p in exc.problems], record.data, name)
+            yield Conversion([record], [], problems, name)
             return
         for index, (data, convert_run) in enumerate(runs):
             run = InputRecord(record.source, record.line, data=data, index=index)
@@ -232,8 +235,22 @@ class _Stream:
         try:
             traces = convert(name, data, self.options)
         except (ConversionError, TraceValidationError) as exc:
-            return Conversion(records, [], [str(p) for p in exc.problems], name)
+            problems = self._hinted([str(p) for p in exc.problems], data, name)
+            return Conversion(records, [], problems, name)
         return Conversion(records, traces, [], name)
+
+    def _hinted(self, problems: list[str], data: Any, name: str) -> list[str]:
+        """``problems``, the last one ending in ``; it looks like X: use --from X`` when the
+        user named a format (not auto) and the record looks like another one: what to type
+        instead, not only what the named format expected."""
+        if self.fmt in (AUTO_FORMAT, TRACE_FORMAT) or not problems:
+            return problems
+        if any("use --from" in problem for problem in problems):
+            return problems
+        detected = detect_format(data)
+        if detected is None or detected == name:
+            return problems
+        return [*problems[:-1], f"{problems[-1]}; it looks like {detected}: use --from {detected}"]
 
     # -- units grouped over a source file -----------------------------------------------------
 
@@ -261,6 +278,8 @@ class _Stream:
         for name, unit in units:
             members = [records[n] for n in unit.positions]
             problems = _render(unit.errors, members)
+            if not unit.traces:
+                problems = self._hinted(problems, [m.data for m in members], name)
             if name in FILE_FORMATS:
                 members = [_run_record(members)]
             yield Conversion(members, unit.traces, problems, name, one_run=is_one_run(members))
@@ -276,7 +295,8 @@ class _Stream:
         return unit
 
     def _otel_units(self, records: list[InputRecord], positions: list[int]) -> list[_Unit]:
-        spans, problems = read_spans((records[n].data, _prefix(records[n]), n) for n in positions)
+        documents = ((records[n].data, _prefix(records[n]), n) for n in positions)
+        spans, problems, plain_logs = read_spans(documents)
         groups = group_spans(spans)
         units = _Units(positions)
         broken = {problem.trace_id for problem in problems if problem.trace_id is not None}
@@ -285,9 +305,14 @@ class _Stream:
         for problem in problems:
             if problem.trace_id is not None and problem.trace_id in groups:
                 units.join([problem.origin, groups[problem.trace_id][0].origin])
+        # A plain log record of a run's trace is a record of that run (one run, one record).
+        for log in plain_logs:
+            if log.trace_id is not None and log.trace_id in groups:
+                units.join([log.origin, groups[log.trace_id][0].origin])
         # Units are looked up only once every record is joined to its unit.
         for problem in problems:
             units.of(problem.origin).errors.append(problem.error)
+        _report_lone_logs(units, plain_logs, groups, {p.origin for p in problems})
         for otel_id, group in groups.items():
             if otel_id in broken:
                 continue
@@ -357,6 +382,27 @@ class _Stream:
         for origin, error in problems:
             units.of(origin).errors.append(error)
         return units.all()
+
+
+def _report_lone_logs(
+    units: _Units, plain_logs: list[PlainLog], groups: Mapping[str, list[Span]], broken: set[int]
+) -> None:
+    """A record that holds only log records without GenAI content, of no run in the input, is
+    reported (rejected, with why), never a record that silently became nothing."""
+    held = broken | {
+        origin for group in groups.values() for span in group for origin in span.origins
+    }
+    for log in plain_logs:
+        if log.origin in held or (log.trace_id is not None and log.trace_id in groups):
+            continue
+        if log.trace_id is None:
+            reason = "a log record with no GenAI content and no trace context: nothing to import"
+        else:
+            reason = (
+                f"a log record with no GenAI content, of no run in this file (trace "
+                f"{log.trace_id}): nothing to import"
+            )
+        units.of(log.origin).errors.append(ConversionError(log.path, reason))
 
 
 def _trace_from_bytes(record: InputRecord, options: ImportOptions) -> Conversion:

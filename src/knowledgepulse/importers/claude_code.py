@@ -13,7 +13,7 @@ sessions in one stream are one trace per ``sessionId``).
 - the objective is the first human prompt of the main chain: user text that is not
   ``isMeta``, not a slash command or its output (``<command-name>``,
   ``<local-command-stdout>``), not an interruption notice, with ``<system-reminder>`` blocks
-  removed (``kp_import.objective_from = "user prompt"``); harness text skipped before it is
+  removed (``kp_import.objective_from = "user_message"``); harness text skipped before it is
   kept in ``kp_import.context``. Later human prompts → observations marked
   ``"source": "user"``;
 - sidechain lines (``isSidechain: true``: a subagent started by the ``Task`` tool) are steps
@@ -40,7 +40,8 @@ from knowledgepulse._schema import ReasoningTrace
 from ._binary import scrub_text
 from ._builder import RawStep, TraceBuilder
 from ._entries import Entry, default_objective, entries_of, first_str
-from ._harness_text import OBJECTIVE_FROM, mcp_tool, starts_with_any, strip_blocks
+from ._harness_text import mcp_tool, starts_with_any, strip_blocks
+from ._objective import FROM_SOURCE_ID, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -166,10 +167,8 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
     if context:
         builder.info["context"] = context
     _note_agents(builder, subagent_file, agents, turns)
-    if builder.objective is not None:
-        builder.info[OBJECTIVE_FROM] = "subagent prompt" if subagent_file else "user prompt"
-    default_objective(builder, summary, "summary")
-    default_objective(builder, f"Claude Code session {builder.source_id}", "session id")
+    default_objective(builder, summary, FROM_TRACE_NAME)
+    default_objective(builder, f"Claude Code session {builder.source_id}", FROM_SOURCE_ID)
     if last_main_text is not None:
         builder.result_summary = last_main_text
     return builder.build([data for data, _ in entries], options)

@@ -37,7 +37,8 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import Entry, default_objective, entries_of
-from ._harness_text import OBJECTIVE_FROM, exit_code_of, mapping, mcp_tool, starts_with_any
+from ._harness_text import exit_code_of, mapping, mcp_tool, starts_with_any
+from ._objective import FROM_SOURCE_ID
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -133,15 +134,11 @@ def codex_traces(entries: list[Entry], options: ImportOptions) -> list[Reasoning
                 errors.append(payload["message"])
         elif kind == "response_item":
             _read_item(builder, payload, where, exit_codes, use_items=not typed, context=context)
-    if builder.objective is not None:
-        builder.info[OBJECTIVE_FROM] = (
-            "event_msg.user_message" if typed else "response_item user message"
-        )
     if context:
         builder.info["context"] = context
     if errors:
         builder.info["errors"] = errors
-    default_objective(builder, f"Codex session {builder.source_id}", "session id")
+    default_objective(builder, f"Codex session {builder.source_id}", FROM_SOURCE_ID)
     return [builder.build([data for data, _ in entries], options)]
 
 

@@ -34,7 +34,14 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import OBJECTIVE_FROM, list_of, starts_with_any
+from ._harness_text import list_of, starts_with_any
+from ._objective import (
+    FROM_TASK_DEFINITION,
+    FROM_TASK_FIELD,
+    FROM_USER_MESSAGE,
+    TEMPLATE_PREFIX,
+    TEMPLATE_TERMINUS_2,
+)
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -93,8 +100,7 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
     _read_result(builder, row.get("result"))
     instruction = row.get("instruction")
     if isinstance(instruction, str) and instruction.strip():
-        builder.objective = instruction.strip()
-        builder.info[OBJECTIVE_FROM] = "instruction"
+        builder.objective, builder.objective_from = instruction.strip(), FROM_TASK_FIELD
     where = at(path, "conversations")
     first_user = True
     for index, raw_message in enumerate(expect_list(row.get("conversations"), where)):
@@ -107,8 +113,12 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
             if builder.objective is None:
                 match = _TASK.search(text)
                 builder.objective = match.group(1).strip() if match else text
-                rule = "Terminus template" if match else "whole message"
-                builder.info[OBJECTIVE_FROM] = f"first user message ({rule})"
+                if match:
+                    # The template around the task is kept, not lost.
+                    builder.objective_context.append(text)
+                builder.objective_from = (
+                    TEMPLATE_PREFIX + TEMPLATE_TERMINUS_2 if match else FROM_USER_MESSAGE
+                )
         elif role == "user":
             if starts_with_any(text, _PARSING_ERRORS):
                 builder.observation(text, failed=True, source="harness")
@@ -117,7 +127,7 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
         elif role == "assistant":
             _read_reply(builder, text)
     default_objective(
-        builder, row.get("task") if isinstance(row.get("task"), str) else None, "task"
+        builder, row.get("task") if isinstance(row.get("task"), str) else None, FROM_TASK_DEFINITION
     )
     try:
         return builder.build(row, options)

@@ -3,7 +3,11 @@
 One trace per sample and epoch (id ``<task_id>:sample-<id>:epoch-<n>``).
 
 - objective: the sample's ``input`` (text, or the text of its last user message when it is a
-  message list; ``kp_import.objective_from = "sample.input"``), else its first user message;
+  message list; ``kp_import.objective_from = "task_field"``), else its first user message.
+  An input that only instructs gives way to the question after it (:func:`_question_after`):
+  when a solver sends a user message before the model's first answer, and the input is a
+  harness preamble or asks no question while that message does, the message is the objective
+  (``user_message``) and the input is kept in ``kp_import.objective_context``;
 - ``messages``: ``system`` messages are dropped; ``user`` messages after the input →
   observations marked ``"source": "user"``; ``assistant`` text and ``reasoning`` content →
   thought, ``tool_calls[]{id, function, arguments}`` → tool_call; ``tool`` messages →
@@ -35,7 +39,8 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import OBJECTIVE_FROM, mapping
+from ._harness_text import mapping
+from ._objective import FROM_SOURCE_ID, FROM_TASK_FIELD, FROM_USER_MESSAGE, preamble_kind
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -129,13 +134,14 @@ def inspect_sample_trace(
     )
 
     input_text = _input_text(sample.get("input"))
-    if input_text:
-        builder.objective = input_text
-        builder.info[OBJECTIVE_FROM] = "sample.input"
     messages = expect_list(sample.get("messages") or [], at(path, "messages"))
-    _read_messages(builder, messages, at(path, "messages"), input_text)
-    if builder.objective is not None and OBJECTIVE_FROM not in builder.info:
-        builder.info[OBJECTIVE_FROM] = "first user message"
+    question = _question_after(input_text, messages)
+    if question is not None and input_text:
+        builder.objective, builder.objective_from = question, FROM_USER_MESSAGE
+        builder.objective_context.append(input_text)
+    elif input_text:
+        builder.objective, builder.objective_from = input_text, FROM_TASK_FIELD
+    _read_messages(builder, messages, at(path, "messages"), input_text, question)
 
     error = sample.get("error")
     if error:
@@ -150,7 +156,7 @@ def inspect_sample_trace(
         if isinstance(sample.get("metadata"), Mapping) and sample["metadata"]:
             truth["metadata"] = dict(sample["metadata"])
         builder.ground_truth = truth
-    default_objective(builder, f"Inspect sample {sample.get('id')}", "sample id")
+    default_objective(builder, f"Inspect sample {sample.get('id')}", FROM_SOURCE_ID)
     try:
         return builder.build(sample, options)
     except ConversionError as exc:
@@ -168,10 +174,41 @@ def _input_text(value: Any) -> str | None:
     return None
 
 
+def _question_after(input_text: str | None, messages: list[Any]) -> str | None:
+    """The question an input that only instructs is about, or ``None`` (the input is the task).
+
+    Real logs hold such inputs: upstream's own ``input_task`` sends "Please answer any
+    questions that I answer using the type of lingo that Gen Z would use." as the input, and
+    its solver then the question. The question is the first user message after the input and
+    before the model's first answer, taken when the input is a harness preamble
+    (:func:`~._objective.preamble_kind`) or asks no question (no ``?``) while it does. A user
+    message after an answer is a later turn, never the task.
+    """
+    if not input_text:
+        return None
+    for raw in messages:
+        if not isinstance(raw, Mapping):
+            return None
+        role = raw.get("role")
+        if role == "assistant":
+            return None
+        text = _text(raw.get("content")) if role == "user" else ""
+        if not text.strip() or raw.get("source") == "input" or text == input_text:
+            continue
+        instructs = preamble_kind(input_text) is not None or "?" not in input_text
+        return text if instructs and "?" in text else None
+    return None
+
+
 def _read_messages(
-    builder: TraceBuilder, messages: list[Any], path: str, input_text: str | None
+    builder: TraceBuilder,
+    messages: list[Any],
+    path: str,
+    input_text: str | None,
+    question: str | None = None,
 ) -> None:
     input_seen = input_text is None
+    question_seen = question is None
     for index, raw in enumerate(messages):
         where = at(path, index)
         message = expect_dict(raw, where)
@@ -181,6 +218,9 @@ def _read_messages(
             text = _text(content)
             if not input_seen and (message.get("source") == "input" or text == input_text):
                 input_seen = True
+                continue
+            if not question_seen and text == question:
+                question_seen = True  # the objective, not also a user turn
                 continue
             builder.user_message(text)
         elif role == "assistant":

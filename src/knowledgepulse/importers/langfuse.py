@@ -17,7 +17,10 @@ contents (Google ADK; see ``_messages`` below); LangChain tool definitions logge
   named after their span (``execute_tool <tool>``, Pydantic AI's ``running tool: <tool>``):
   the tool is the span's ``gen_ai.tool.name`` attribute (kept in ``metadata.attributes``),
   else the name without that prefix, and ``gen_ai.tool.call.id`` ties it to its call;
-- ``AGENT``: the first one's ``name`` → ``agent_id``;
+- ``AGENT`` (or any observation whose span set ``gen_ai.agent.name``): the agent nearest
+  above the first generation or tool (the agent that ran, not an outer workflow span such as
+  "Agent workflow"), else the first one → ``agent_id``: its ``gen_ai.agent.name``, else its
+  name without ``invoke_agent`` / ``agent_run [...]`` around it;
 - ``EVENT``, ``GUARDRAIL``: an observation of ``output`` when there is one (``ERROR`` →
   failed);
 - ``SPAN``, ``CHAIN`` and the rest: a failed observation of ``statusMessage`` when they are
@@ -34,6 +37,7 @@ success false.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -154,10 +158,57 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
                 failed_under.add(parent)
                 parent = by_id[parent].get("parentObservationId")
 
+    builder.agent_id = _agent_name(observations, by_id)
     replay = Replay(builder)
     for observation in observations:
         _step(replay, observation, failed_under)
     return builder.build(trace, options)
+
+
+def _agent_name(
+    observations: list[dict[str, Any]], by_id: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """The name of the agent that ran: the nearest agent above the first generation or tool,
+    else the first agent (see :func:`_named_agent` for what an agent is and its name).
+
+    Instrumentations open an outer ``AGENT`` span for the workflow (OpenInference's OpenAI
+    Agents instrumentation names it after the workflow, "Agent workflow") with the agent that
+    did the work inside it; the outer one's name is not the agent's.
+    """
+    for observation in observations:
+        if str(observation.get("type", "")).upper() not in ("GENERATION", *_TOOLS):
+            continue
+        parent = observation.get("parentObservationId")
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in by_id and parent not in seen:
+            seen.add(parent)
+            name = _named_agent(by_id[parent])
+            if name is not None:
+                return name
+            parent = by_id[parent].get("parentObservationId")
+        break
+    return next((n for n in map(_named_agent, observations) if n is not None), None)
+
+
+# Span names that wrap the agent's name: "invoke_agent <name>" (GenAI semantic conventions,
+# Microsoft Agent Framework), "agent_run [<name>]" (Google ADK).
+_AGENT_SPAN_NAME = re.compile(r"^(?:invoke_agent\s+(?P<a>.+)|agent_run \[(?P<b>.+)\])$")
+
+
+def _named_agent(observation: Mapping[str, Any]) -> str | None:
+    """The agent's name when ``observation`` is an agent: an ``AGENT`` observation or one
+    whose span set ``gen_ai.agent.name`` (Pydantic AI's agent runs are ``SPAN``s). The name
+    is that attribute, else the span name without its wrapper (:data:`_AGENT_SPAN_NAME`)."""
+    attribute = _span_attributes(observation).get("gen_ai.agent.name")
+    if isinstance(attribute, str) and attribute.strip():
+        return attribute.strip()
+    name = observation.get("name")
+    if str(observation.get("type", "")).upper() != "AGENT" or not isinstance(name, str):
+        return None
+    match = _AGENT_SPAN_NAME.match(name.strip())
+    if match is not None:
+        return (match.group("a") or match.group("b")).strip()
+    return name.strip() or None
 
 
 def _unquoted(value: Any) -> Any:
@@ -261,8 +312,6 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
     latency = _latency_ms(observation)
     output = redact_binary(observation.get("output"))
     builder.note_time(parse_timestamp(observation.get("startTime")))
-    if kind == "AGENT" and builder.agent_id is None and name:
-        builder.agent_id = name
     if failed and (kind == "AGENT" or not observation.get("parentObservationId")):
         builder.success = False
 

@@ -133,7 +133,7 @@ def _read_root(builder: TraceBuilder, root: Mapping[str, Any], path: str) -> Non
 class _Walker:
     def __init__(self, builder: TraceBuilder, paths: Mapping[int, str]) -> None:
         self.builder = builder
-        self.replay = Replay(builder, user_turns=True)
+        self.replay = Replay(builder)
         self.paths = paths
 
     def visit(self, run: Mapping[str, Any], path: str, *, root: bool = False) -> bool:

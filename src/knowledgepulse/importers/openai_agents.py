@@ -22,7 +22,8 @@ Span data by ``type``:
   carry an ``error``, else nothing (a ``response`` span holds only the response id).
 
 The objective is the first user message of a generation, else ``objective``, ``input``,
-``task`` or ``query`` in the trace's ``metadata``.
+``task`` or ``query`` in the trace's ``metadata``; later user messages are user observations
+(each once, see :class:`~._replay.Replay`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import Entry, default_objective, entries_of
-from ._harness_text import OBJECTIVE_FROM, list_of, mapping
+from ._harness_text import list_of, mapping
+from ._objective import FROM_FORMAT, FROM_SOURCE_ID, FROM_TASK_FIELD
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -111,7 +112,7 @@ def openhands_traces(entries: list[Entry], options: ImportOptions) -> list[Reaso
         )
     builder = TraceBuilder(FORMAT)
     _read_events(builder, entries)
-    default_objective(builder, "OpenHands trajectory", "format name")
+    default_objective(builder, "OpenHands trajectory", FROM_FORMAT)
     return [builder.build([data for data, _ in entries], options)]
 
 
@@ -119,8 +120,7 @@ def _output_trace(record: Mapping[str, Any], label: str, options: ImportOptions)
     builder = TraceBuilder(FORMAT)
     instruction = record.get("instruction")
     if isinstance(instruction, str) and instruction.strip():
-        builder.objective = instruction
-        builder.info[OBJECTIVE_FROM] = "instruction"
+        builder.objective, builder.objective_from = instruction, FROM_TASK_FIELD
     if isinstance(record.get("instance_id"), (str, int)):
         builder.source_id = str(record["instance_id"])
     if record.get("error"):
@@ -130,7 +130,7 @@ def _output_trace(record: Mapping[str, Any], label: str, options: ImportOptions)
     _read_events(builder, [(event, at(at(label, "history"), i)) for i, event in enumerate(history)])
     if record.get("test_result") is not None:
         builder.info["test_result"] = record["test_result"]
-    default_objective(builder, builder.source_id, "instance_id")
+    default_objective(builder, builder.source_id, FROM_SOURCE_ID)
     try:
         return builder.build(record, options)
     except ConversionError as exc:
@@ -151,8 +151,6 @@ def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
             _read_action(builder, event, args, metadata, call_id, actions)
         elif "observation" in event:
             _read_observation(builder, event, call_id, actions)
-    if builder.objective is not None and OBJECTIVE_FROM not in builder.info:
-        builder.info[OBJECTIVE_FROM] = "first user message"
 
 
 def _read_action(
@@ -171,7 +169,7 @@ def _read_action(
     if action == "message":
         if source == "user":
             if (
-                builder.info.get(OBJECTIVE_FROM) == "instruction"
+                builder.objective_from == FROM_TASK_FIELD
                 and not builder.steps
                 and text == builder.objective
             ):

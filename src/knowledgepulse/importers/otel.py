@@ -32,7 +32,9 @@ Each span is routed on ``gen_ai.operation.name`` or OpenInference's ``openinfere
   adds a failed observation (the status message).
 - **agent** (``invoke_agent``, ``create_agent``, ``AGENT``, ``CHAIN``): the top-most one gives
   the objective (first user message, or ``input.value``), the result summary (last assistant
-  message, or ``output.value``), ``gen_ai.agent.name`` → ``agent_id``, and its status →
+  message, or ``output.value``), ``gen_ai.agent.name`` (OpenInference: the span's name) →
+  ``agent_id`` (of the nearest agent span above the first LLM or tool span when that one
+  names its agent: an outer workflow span is not the agent), and its status →
   success (ERROR → false, OK → true). Its messages become steps only when the trace has no LLM
   span. Other spans (HTTP, embeddings, ...) are not steps.
 
@@ -88,7 +90,8 @@ def from_otel(
     broken span in ``problems``).
     """
     options = resolve_options(options, overrides)
-    spans, problems = read_spans([(record, "", 0)])
+    # A log record without GenAI content holds nothing to import.
+    spans, problems, _ = read_spans([(record, "", 0)])
     if problems:
         raise ConversionError.merged([problem.error for problem in problems])
     if not spans:
@@ -189,6 +192,9 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
 
     if top is not None:
         _read_top_agent(builder, top)
+    ran = _agent_that_ran(spans)
+    if ran is not None:
+        builder.agent_id = ran
     # Without its root, no span speaks for the whole trace: success is left to the defaults.
     judge = top or root
     if judge is not None and judge.status != "unset":
@@ -224,13 +230,45 @@ def _read_top_agent(builder: TraceBuilder, top: Span) -> None:
     summary = last[-1] if last else text_from_value(top.attrs.get("output.value"), output=True)
     if summary is not None:
         builder.result_summary = summary
+    name = _agent_name(top)
+    if name is not None:
+        builder.agent_id = name
+
+
+def _agent_name(span: Span) -> str | None:
     name = (
-        top.attrs.get("gen_ai.agent.name")
-        or top.attrs.get("gen_ai.agent.id")
-        or top.attrs.get("ai.telemetry.functionId")
+        span.attrs.get("gen_ai.agent.name")
+        or span.attrs.get("gen_ai.agent.id")
+        or span.attrs.get("ai.telemetry.functionId")
     )
     if isinstance(name, str) and name:
-        builder.agent_id = name
+        return name
+    # OpenInference names an AGENT span after its agent (and sets no attribute for it).
+    if str(span.attrs.get("openinference.span.kind", "")).upper() == "AGENT" and span.name:
+        return span.name
+    return None
+
+
+def _agent_that_ran(spans: list[Span]) -> str | None:
+    """The name of the nearest agent span above the first LLM or tool span, when it has one.
+
+    Instrumentations wrap the agent that did the work in an outer agent span for the
+    workflow (OpenInference's OpenAI Agents instrumentation: a root AGENT span named after the
+    workflow, "Agent workflow"); the agent is the one nearest the work.
+    """
+    by_id = {s.span_id: s for s in spans if not s.stand_in}
+    first = next((s for s in spans if s.kind in ("llm", "tool")), None)
+    parent = first.parent_id if first is not None else None
+    seen: set[str] = set()
+    while parent is not None and parent in by_id and parent not in seen:
+        seen.add(parent)
+        above = by_id[parent]
+        if above.kind == "agent":
+            name = _agent_name(above)
+            if name is not None:
+                return name
+        parent = above.parent_id
+    return None
 
 
 def _replay_model_calls(builder: TraceBuilder, replay: Replay, span: Span) -> None:

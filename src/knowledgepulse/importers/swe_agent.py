@@ -49,7 +49,15 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import OBJECTIVE_FROM, exit_code_of, mapping, task_from_template
+from ._harness_text import exit_code_of, mapping, task_from_template
+from ._objective import (
+    FROM_SOURCE_ID,
+    FROM_USER_MESSAGE,
+    TEMPLATE_INSTANCE,
+    TEMPLATE_MINI_SWE_AGENT,
+    TEMPLATE_PREFIX,
+    TEMPLATE_SWE_AGENT,
+)
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -156,11 +164,12 @@ def from_swe_agent(
     if prompt is not None:
         template = mapping(mapping(replay.get("agent")).get("templates")).get("instance_template")
         task = task_from_template(prompt, template, "{problem_statement}")
-        rule = "instance_template"
+        origin = TEMPLATE_PREFIX + TEMPLATE_INSTANCE
         if task is None:
-            task, rule = _issue_of(prompt)
-        builder.objective = task
-        builder.info[OBJECTIVE_FROM] = f"history first user message ({rule})"
+            task, origin = _issue_of(prompt)
+        builder.objective, builder.objective_from = task, origin
+        # The template around the task is kept, not lost (build drops it if it is the task).
+        builder.objective_context.append(prompt)
     calls = _history_calls(traj.get("history"))
     steps = expect_list(traj.get("trajectory"), "trajectory")
     for index, raw in enumerate(steps):
@@ -179,7 +188,7 @@ def from_swe_agent(
         if isinstance(observation, str) and name is not None:
             code = exit_code_of(observation)
             builder.observation(observation, tool=name, failed=isinstance(code, int) and code != 0)
-    default_objective(builder, builder.source_id, "environment name")
+    default_objective(builder, builder.source_id, FROM_SOURCE_ID)
     return [builder.build(traj, options)]
 
 
@@ -234,17 +243,17 @@ def _first_task_prompt(history: Any) -> str | None:
 
 
 def _issue_of(prompt: str) -> tuple[str, str]:
-    """The issue inside a SWE-agent prompt, and the rule that found it."""
+    """The issue inside a SWE-agent prompt, and where it came from (``objective_from``)."""
     for tag in _ISSUE_BLOCKS:
         match = re.search(rf"<{tag}>\s*(.*?)\s*</{tag}>", prompt, re.DOTALL)
         if match and match.group(1).strip():
             text = match.group(1).strip()
             text = text.removeprefix("Consider the following PR description:").strip()
-            return text, f"<{tag}> block"
+            return text, TEMPLATE_PREFIX + TEMPLATE_SWE_AGENT
     match = re.search(r"ISSUE:\s*\n(.*?)\n\s*INSTRUCTIONS:", prompt, re.DOTALL)
     if match and match.group(1).strip():
-        return match.group(1).strip(), "ISSUE: section"
-    return prompt, "whole message"
+        return match.group(1).strip(), TEMPLATE_PREFIX + TEMPLATE_SWE_AGENT
+    return prompt, FROM_USER_MESSAGE
 
 
 def _seconds_ms(value: Any) -> float | None:
@@ -305,9 +314,8 @@ def _read_mini_messages(
             submitted = _read_action(builder, message, text, where) or submitted
         elif role in ("user", "tool"):
             if builder.objective is None and role == "user":
-                task, rule = _mini_task(text, template)
-                builder.objective = task
-                builder.info[OBJECTIVE_FROM] = f"first user message ({rule})"
+                builder.objective, builder.objective_from = _mini_task(text, template)
+                builder.objective_context.append(text)
                 continue
             call_id = message.get("tool_call_id")
             code = exit_code_of(text)
@@ -370,11 +378,11 @@ def _read_action(builder: TraceBuilder, message: Mapping[str, Any], text: str, w
 def _mini_task(text: str, template: Any) -> tuple[str, str]:
     task = task_from_template(text, template)
     if task is not None:
-        return task, "instance_template"
+        return task, TEMPLATE_PREFIX + TEMPLATE_INSTANCE
     for head, tail in _STOCK_TEMPLATES:
         if text.startswith(head):
             rest = text[len(head) :]
             end = rest.find(tail)
             if end > 0:
-                return rest[:end].strip(), "stock template"
-    return text, "whole message"
+                return rest[:end].strip(), TEMPLATE_PREFIX + TEMPLATE_MINI_SWE_AGENT
+    return text, FROM_USER_MESSAGE

@@ -29,7 +29,8 @@ from knowledgepulse.io._reader import json_type_name
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import OBJECTIVE_FROM, list_of, mapping
+from ._harness_text import list_of, mapping
+from ._objective import FROM_TASK_DEFINITION
 from ._options import ImportOptions, resolve_options
 from ._values import (
     ConversionError,
@@ -115,8 +116,6 @@ def _simulation(
     builder.note_time(parse_timestamp(simulation.get("start_time")))
     messages = expect_list(simulation.get("messages") or [], at(path, "messages"))
     _read_messages(builder, messages, at(path, "messages"))
-    if builder.objective is not None:
-        builder.info[OBJECTIVE_FROM] = "first user message"
     reward_info = simulation.get("reward_info")
     reward = mapping(reward_info).get("reward")
     if reward is not None:
@@ -136,7 +135,7 @@ def _simulation(
             truth["reward_info"] = dict(reward_info)
         builder.ground_truth = truth
     scenario = mapping(mapping(mapping(task).get("user_scenario")).get("instructions"))
-    default_objective(builder, scenario.get("reason_for_call"), "task reason_for_call")
+    default_objective(builder, scenario.get("reason_for_call"), FROM_TASK_DEFINITION)
     try:
         return builder.build(simulation, options)
     except ConversionError as exc:

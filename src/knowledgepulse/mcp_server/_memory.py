@@ -14,11 +14,13 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
+from ..api_models import VIEWER_ONLY, TraceDetail
 from ..kb import ApiKey
 from ..kb._recall import render_steps, search_similar, worked_examples
 from ..kb._spans import memory_span
+from ..scoring._formulas import is_near_duplicate
 from ..service._bodies import Redactor, RequestProblem, traces_of
-from ..service._engine import NEAR_DUPLICATE, Engine
+from ..service._engine import Engine
 from ..service._settings import ServiceSettings
 
 __all__ = ["LOCAL_KEY", "NotFound", "ToolProblem", "TraceMemory"]
@@ -91,8 +93,9 @@ class TraceMemory:
         if found is None:
             raise NotFound(trace_id)
         if detail == "full":
-            return {"id": trace_id, **found.model_dump(mode="json")}
-        trace = found.trace
+            served = found.model_dump(mode="json", exclude=VIEWER_ONLY[TraceDetail])
+            return {"id": trace_id, **served}
+        trace = found.trace or {}  # a stored trace always has its steps; kp view's may not
         record = found.record
         task = trace.get("task") or {}
         outcome = trace.get("outcome") or {}
@@ -184,7 +187,7 @@ class TraceMemory:
         nearest = result.nearest
         duplicate = (
             None
-            if nearest is None or nearest.similarity < NEAR_DUPLICATE
+            if nearest is None or not is_near_duplicate(nearest.similarity)
             else {"id": nearest.id, "similarity": round(nearest.similarity, 4)}
         )
         return {

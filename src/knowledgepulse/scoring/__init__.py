@@ -1,6 +1,7 @@
 """Value scoring: the :class:`Scorer` (score, score_many, iter_scores), the formulas of the
-four dimensions and the rules, domain profiles, order-free curation of near-duplicates, and
-scoring on worker processes."""
+four dimensions and the rules, domain profiles, order-free curation of near-duplicates, the
+score run (:class:`ScoringEngine`, :func:`score_unit`, :func:`iter_scored_units`,
+:func:`accepted_trace`) and scoring on worker processes."""
 
 from __future__ import annotations
 
@@ -44,6 +45,36 @@ if TYPE_CHECKING:
     )
     from ._profiles import (
         register_profile as register_profile,
+    )
+    from ._run import (
+        ScoredTrace as ScoredTrace,
+    )
+    from ._run import (
+        ScoredUnit as ScoredUnit,
+    )
+    from ._run import (
+        ScoringEngine as ScoringEngine,
+    )
+    from ._run import (
+        accepted_trace as accepted_trace,
+    )
+    from ._run import (
+        check_scoring_engine as check_scoring_engine,
+    )
+    from ._run import (
+        iter_scored_units as iter_scored_units,
+    )
+    from ._run import (
+        rejection_entry as rejection_entry,
+    )
+    from ._run import (
+        remember_for as remember_for,
+    )
+    from ._run import (
+        score_unit as score_unit,
+    )
+    from ._run import (
+        scored_trace as scored_trace,
     )
     from ._scorer import (
         Scorer as Scorer,
@@ -90,6 +121,21 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(["CurationResult", "Duplicate", "DuplicateGroup", "curate"], "._curation"),
     **dict.fromkeys(["TraceFacts", "compose"], "._formulas"),
+    **dict.fromkeys(
+        [
+            "ScoredTrace",
+            "ScoredUnit",
+            "ScoringEngine",
+            "accepted_trace",
+            "check_scoring_engine",
+            "iter_scored_units",
+            "rejection_entry",
+            "remember_for",
+            "score_unit",
+            "scored_trace",
+        ],
+        "._run",
+    ),
 }
 
 __all__ = sorted(_LAZY)

@@ -30,15 +30,16 @@ every trace's ``embedder`` vector.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._schema import ReasoningTrace, parse_trace
 from ..memory._cache import exact_rows
-from ._formulas import NEAR_DUPLICATE, NOVELTY_FALLBACK, TraceFacts, ValueScore, compose
+from ._formulas import NEAR_DUPLICATE, NOVELTY_FALLBACK, TraceFacts, compose
 from ._profiles import ProfileRegistry, global_registry
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def candidate_threshold(similarity: float) -> float:
     return 1.0 - CANDIDATE_GAP_FACTOR * (1.0 - similarity)
 
 
-def curate(  # noqa: C901  (issue 25 splits it; until then over the limit)
+def curate(
     traces: Iterable[ReasoningTrace | Mapping[str, Any]],
     *,
     embedder: Any,
@@ -156,29 +157,15 @@ def curate(  # noqa: C901  (issue 25 splits it; until then over the limit)
         ValueError: ``similarity`` or ``candidate_similarity`` is not in (0, 1], or
             ``first_pass`` is given with ``kb``.
     """
-    if not 0.0 < similarity <= 1.0:
-        raise ValueError(f"similarity must be in (0, 1], got {similarity!r}")
-    if candidate_similarity is not None and not -1.0 <= candidate_similarity <= 1.0:
-        raise ValueError(f"candidate_similarity must be in [-1, 1], got {candidate_similarity!r}")
-    if first_pass is not None and kb is not None:
-        raise ValueError(
-            "a first pass does not combine with a knowledge base: novelty against the base "
-            "needs every trace's embedding"
-        )
+    check_settings(similarity, candidate_similarity, first_pass is not None, kb is not None)
     registry = profiles if profiles is not None else global_registry().copy()
-    pile: list[ReasoningTrace] = []
-    seen: set[str] = set()
-    for item in traces:
-        trace = parse_trace(item)
-        if trace.id not in seen:
-            seen.add(trace.id)
-            pile.append(trace)
+    pile = _distinct(traces)
     if not pile:
         return CurationResult(kept=[], groups=[], similarity=similarity)
     # Canonical order (by id): the index, and so every neighbour list, ignores input order.
-    order = sorted(range(len(pile)), key=lambda i: pile[i].id)
-    canonical = [pile[i] for i in order]
-    candidate_pairs = embedded = None
+    canonical = sorted(pile, key=lambda t: t.id)
+    ids = [trace.id for trace in canonical]
+    tiers = None
     if first_pass is None:
         vectors = _embed(embedder, canonical, batch_size)
         stored_nearest = _nearest_stored(kb, vectors)
@@ -191,77 +178,158 @@ def curate(  # noqa: C901  (issue 25 splits it; until then over the limit)
         tiers = _tiered_neighbours(
             first_pass, embedder, canonical, similarity, threshold, batch_size
         )
-        candidate_pairs, embedded = tiers.candidate_pairs, tiers.embedded
         stored_nearest = [None] * len(canonical)
-    values: dict[str, ValueScore] = {}
-    for trace, nearest in zip(canonical, stored_nearest):
-        novelty, source = NOVELTY_FALLBACK, "empty_cache"
-        if nearest is not None:
-            novelty, source = 1.0 - nearest[1], "embedding"
-        profile = registry.for_domain(trace.metadata.task_domain)
-        values[trace.id] = compose(TraceFacts.of(trace), novelty, source, profile, trace.id)  # type: ignore[arg-type]
-
-    groups: list[DuplicateGroup] = []
-    assigned: set[int] = set()
-    by_stored: dict[str, list[Duplicate]] = {}
-    for position, nearest in enumerate(stored_nearest):
-        if nearest is not None and nearest[1] >= similarity:
-            trace_id = canonical[position].id
-            by_stored.setdefault(nearest[0], []).append(
-                Duplicate(trace_id, nearest[1], values[trace_id].value)
-            )
-            assigned.add(position)
-    for stored_id, duplicates in sorted(by_stored.items()):
-        duplicates.sort(key=lambda d: (-d.similarity, d.id))
-        groups.append(
-            DuplicateGroup(
-                kept=stored_id,
-                duplicates=duplicates,
-                reason=f"already in the knowledge base: {len(duplicates)} trace(s) at cosine "
-                f"≥ {similarity:g} to it were dropped",
-                stored=True,
-            )
-        )
-
-    neighbours = _neighbours(vectors, similarity) if first_pass is None else tiers.neighbours
-    walk = sorted(
-        (p for p in range(len(canonical)) if p not in assigned),
-        key=lambda p: (-values[canonical[p].id].value, canonical[p].id),
-    )
-    kept_positions: list[int] = []
-    for position in walk:
-        if position in assigned:
-            continue
-        assigned.add(position)
-        kept_positions.append(position)
-        duplicates = []
-        for other, cosine in neighbours[position]:
-            if other not in assigned:
-                assigned.add(other)
-                other_id = canonical[other].id
-                duplicates.append(Duplicate(other_id, cosine, values[other_id].value))
-        if duplicates:
-            kept_id = canonical[position].id
-            kept_value = values[kept_id].value
-            ties = sum(1 for d in duplicates if d.value == kept_value)
-            reason = (
-                f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} "
-                f"near-duplicates (cosine ≥ {similarity:g})"
-            )
-            if ties:
-                reason += f"; {ties} tie(s) on value broken by id"
-            duplicates.sort(key=lambda d: (-d.similarity, d.id))
-            groups.append(DuplicateGroup(kept_id, duplicates, reason, kept_value))
-    kept_ids = {canonical[p].id for p in kept_positions}
+    values = [
+        trace_value(trace, nearest, registry) for trace, nearest in zip(canonical, stored_nearest)
+    ]
+    assigned = np.zeros(len(canonical), dtype=bool)
+    groups = stored_groups(ids, values, stored_nearest, similarity, assigned)
+    neighbours = _neighbours(vectors, similarity) if tiers is None else tiers.neighbours
+    kept_ids: set[str] = set()
+    for position, group in walk(ids, values, assigned, neighbours.__getitem__, similarity):
+        kept_ids.add(ids[position])
+        if group is not None:
+            groups.append(group)
     groups.sort(key=lambda g: (g.stored, -(g.kept_value or 0.0), g.kept))
     return CurationResult(
         kept=[trace for trace in pile if trace.id in kept_ids],
         groups=groups,
-        values={trace_id: score.value for trace_id, score in values.items()},
+        values=dict(zip(ids, values)),
         similarity=similarity,
-        candidate_pairs=candidate_pairs,
-        embedded=embedded,
+        candidate_pairs=None if tiers is None else tiers.candidate_pairs,
+        embedded=None if tiers is None else tiers.embedded,
     )
+
+
+def check_settings(
+    similarity: float, candidate_similarity: float | None, first_pass: bool, kb: bool
+) -> None:
+    """Refuse settings curation cannot run with (``ValueError``)."""
+    if not 0.0 < similarity <= 1.0:
+        raise ValueError(f"similarity must be in (0, 1], got {similarity!r}")
+    if candidate_similarity is not None and not -1.0 <= candidate_similarity <= 1.0:
+        raise ValueError(f"candidate_similarity must be in [-1, 1], got {candidate_similarity!r}")
+    if first_pass and kb:
+        raise ValueError(
+            "a first pass does not combine with a knowledge base: novelty against the base "
+            "needs every trace's embedding"
+        )
+
+
+def _distinct(traces: Iterable[ReasoningTrace | Mapping[str, Any]]) -> list[ReasoningTrace]:
+    """The traces, validated, the first of each id only."""
+    pile: list[ReasoningTrace] = []
+    seen: set[str] = set()
+    for item in traces:
+        trace = parse_trace(item)
+        if trace.id not in seen:
+            seen.add(trace.id)
+            pile.append(trace)
+    return pile
+
+
+def trace_value(
+    trace: ReasoningTrace, nearest: tuple[str, float] | None, registry: ProfileRegistry
+) -> float:
+    """A trace's order-free value: novelty against the nearest stored trace, else 0.5."""
+    novelty, source = NOVELTY_FALLBACK, "empty_cache"
+    if nearest is not None:
+        novelty, source = 1.0 - nearest[1], "embedding"
+    profile = registry.for_domain(trace.metadata.task_domain)
+    score = compose(TraceFacts.of(trace), novelty, source, profile, trace.id)  # type: ignore[arg-type]
+    return float(score.value)
+
+
+def stored_groups(
+    ids: Sequence[str],
+    values: Sequence[float],
+    stored_nearest: Sequence[tuple[str, float] | None],
+    similarity: float,
+    assigned: npt.NDArray[np.bool_],
+) -> list[DuplicateGroup]:
+    """One group per stored trace that traces are near-duplicates of (those are marked in
+    ``assigned``), by stored id."""
+    by_stored: dict[str, list[Duplicate]] = {}
+    for position, nearest in enumerate(stored_nearest):
+        if nearest is not None and nearest[1] >= similarity:
+            by_stored.setdefault(nearest[0], []).append(
+                Duplicate(ids[position], nearest[1], values[position])
+            )
+            assigned[position] = True
+    return [
+        stored_group(stored_id, duplicates, similarity)
+        for stored_id, duplicates in sorted(by_stored.items())
+    ]
+
+
+def stored_group(stored_id: str, duplicates: list[Duplicate], similarity: float) -> DuplicateGroup:
+    """The group of the traces dropped as near-duplicates of a stored trace."""
+    duplicates.sort(key=lambda d: (-d.similarity, d.id))
+    return DuplicateGroup(
+        kept=stored_id,
+        duplicates=duplicates,
+        reason=f"already in the knowledge base: {len(duplicates)} trace(s) at cosine "
+        f"≥ {similarity:g} to it were dropped",
+        stored=True,
+    )
+
+
+def walk(
+    ids: Sequence[str],
+    values: Sequence[float] | npt.NDArray[np.float64],
+    assigned: npt.NDArray[np.bool_],
+    neighbours_of: Callable[[int], Sequence[tuple[int, float]]],
+    similarity: float,
+) -> Iterator[tuple[int, DuplicateGroup | None]]:
+    """The leaders, highest value first (ties: smallest id), each with its group (None when it
+    has no near-duplicate left): a leader takes every unassigned trace within ``similarity``
+    of it. Positions are in id order; ``assigned`` marks the ones already taken.
+
+    Groups come out in the order ``kp curate`` writes them (value, then id), so a streaming
+    run writes each as it closes.
+    """
+    value_array = np.asarray(values, dtype=np.float64)
+    positions = np.arange(len(ids))
+    # lexsort: the last key first; positions are in id order, so they break ties by id.
+    for position in np.lexsort((positions, -value_array)).tolist():
+        if assigned[position]:
+            continue
+        assigned[position] = True
+        duplicates = []
+        for other, cosine in neighbours_of(position):
+            if not assigned[other]:
+                assigned[other] = True
+                duplicates.append(Duplicate(ids[other], cosine, float(value_array[other])))
+        if not duplicates:
+            yield position, None
+            continue
+        kept_value = float(value_array[position])
+        yield position, _leader_group(ids[position], kept_value, duplicates, similarity)
+
+
+def _leader_group(
+    kept_id: str, kept_value: float, duplicates: list[Duplicate], similarity: float
+) -> DuplicateGroup:
+    ties = sum(1 for d in duplicates if d.value == kept_value)
+    reason = (
+        f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} "
+        f"near-duplicates (cosine ≥ {similarity:g})"
+    )
+    if ties:
+        reason += f"; {ties} tie(s) on value broken by id"
+    duplicates.sort(key=lambda d: (-d.similarity, d.id))
+    return DuplicateGroup(kept_id, duplicates, reason, kept_value)
+
+
+def unit_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit length (zero rows stay zero), row by row: a row's result does not
+    depend on the rows embedded with it."""
+    matrix = np.asarray(matrix, np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = np.where(
+        norms > 0, matrix / np.where(norms > 0, norms, 1.0), 0.0
+    ).astype(np.float32)
+    return unit
 
 
 def _embed(embedder: Any, traces: Sequence[ReasoningTrace], batch_size: int) -> np.ndarray:
@@ -269,9 +337,7 @@ def _embed(embedder: Any, traces: Sequence[ReasoningTrace], batch_size: int) -> 
     for start in range(0, len(traces), batch_size):
         chunk = traces[start : start + batch_size]
         rows.append(np.asarray(embedder.embed([t.embedding_text for t in chunk]), np.float32))
-    matrix = np.concatenate(rows)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.where(norms > 0, matrix / np.where(norms > 0, norms, 1.0), 0.0).astype(np.float32)
+    return unit_rows(np.concatenate(rows))
 
 
 def _nearest_stored(

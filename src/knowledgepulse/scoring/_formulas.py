@@ -7,14 +7,16 @@ Pure functions of a trace's counts (:class:`TraceFacts`) and a domain profile; t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._schema import ReasoningTrace
 from ._profiles import DomainProfile
 
 if TYPE_CHECKING:
     from ..memory._cache import Nearest
+    from ..records import ScoreRecord
 
 __all__ = [
     "NEAR_DUPLICATE",
@@ -29,6 +31,7 @@ __all__ = [
     "ValueScore",
     "complexity",
     "compose",
+    "is_near_duplicate",
     "outcome",
     "tool_diversity",
 ]
@@ -41,6 +44,17 @@ NOVELTY_FALLBACK = 0.5
 #: grouped together are of the same task 93.0% of the time (recall 0.267 of same-task pairs);
 #: at 0.9 only 9.6% (one group held 45 conversations of different tasks).
 NEAR_DUPLICATE = 0.95
+
+
+def is_near_duplicate(similarity: float) -> bool:
+    """Whether a trace at this cosine similarity to another is its near-duplicate.
+
+    The one test of :data:`NEAR_DUPLICATE` (from it up), so the explanation, the service, the
+    MCP tools and kp curate cannot draw the line in different places.
+    """
+    return similarity >= NEAR_DUPLICATE
+
+
 STEP_CAP = 20
 RULE_SINGLE_THOUGHT = "single_thought"
 RULE_ERROR_RECOVERY_BONUS = "error_recovery_bonus"
@@ -142,6 +156,38 @@ class ValueScore:
     def __float__(self) -> float:
         return self.value
 
+    @classmethod
+    def from_record(cls, record: ScoreRecord | Mapping[str, Any]) -> ValueScore:
+        """The score a score line describes (a knowledge base's answer for a trace it holds).
+
+        The inverse of :meth:`ScoreRecord.of <knowledgepulse.records.ScoreRecord.of>`: a
+        mapping is validated as a :class:`~knowledgepulse.records.ScoreRecord` first, so a
+        broken line raises :class:`pydantic.ValidationError` naming the field. The weighted
+        sum, which the line does not hold, is recomputed from the dimensions and weights.
+        """
+        from ..records import ScoreRecord
+
+        if not isinstance(record, ScoreRecord):
+            record = ScoreRecord.model_validate(record)
+        w = record.weights
+        weights = (w.complexity, w.novelty, w.tool_diversity, w.outcome)
+        dims = (record.complexity, record.novelty, record.tool_diversity, record.outcome)
+        return cls(
+            value=record.score,
+            complexity=dims[0],
+            novelty=dims[1],
+            tool_diversity=dims[2],
+            outcome=dims[3],
+            profile=record.profile,
+            weights=weights,
+            rules=list(record.rules),
+            novelty_source=record.novelty_source,
+            trace_id=record.id,
+            weighted_sum=sum(d * wt for d, wt in zip(dims, weights)),
+            nearest=record.nearest,
+            stored=record.stored,
+        )
+
     @property
     def explanation(self) -> str:
         """One plain sentence on how the value was reached."""
@@ -153,7 +199,7 @@ class ValueScore:
         }[self.novelty_source]
         nearest = self.nearest
         if nearest is not None and nearest.id is not None:
-            kind = "near-duplicate of" if nearest.similarity >= NEAR_DUPLICATE else "nearest"
+            kind = "near-duplicate of" if is_near_duplicate(nearest.similarity) else "nearest"
             novelty_note = f"{kind} {nearest.id} (cos {nearest.similarity:.2f})"
         text = (
             f"value {self.value:.6g} with profile {self.profile!r}: "
@@ -164,42 +210,6 @@ class ValueScore:
         if self.rules:
             text += "; rules fired: " + ", ".join(self.rules)
         return text
-
-
-def score_from_record(record: dict[str, object]) -> ValueScore:
-    """The :class:`ValueScore` a stored score record describes (a knowledge base's answer for
-    a trace it already holds)."""
-    from ..memory._cache import Nearest
-
-    weights = record["weights"]
-    assert isinstance(weights, dict)
-    w = (
-        float(weights["complexity"]),
-        float(weights["novelty"]),
-        float(weights["tool_diversity"]),
-        float(weights["outcome"]),
-    )
-    dims = [float(record[name]) for name in ("complexity", "novelty", "tool_diversity", "outcome")]  # type: ignore[arg-type]
-    nearest = record.get("nearest")
-    rules = record.get("rules") or []
-    assert isinstance(rules, list)
-    return ValueScore(
-        value=float(record["score"]),  # type: ignore[arg-type]
-        complexity=dims[0],
-        novelty=dims[1],
-        tool_diversity=dims[2],
-        outcome=dims[3],
-        profile=str(record["profile"]),
-        weights=w,
-        rules=[str(rule) for rule in rules],
-        novelty_source=record["novelty_source"],  # type: ignore[arg-type]
-        trace_id=str(record["id"]),
-        weighted_sum=sum(d * wt for d, wt in zip(dims, w)),
-        nearest=Nearest(nearest["id"], float(nearest["similarity"]))
-        if isinstance(nearest, dict)
-        else None,
-        stored="already_stored",
-    )
 
 
 def compose(

@@ -2,8 +2,8 @@
 write each trace's lines; this process reads the input and takes the results in input order.
 
 Only a run whose traces are scored independently of each other goes to workers: no
-embedder (novelty is then 0.5 for every trace), no knowledge base, ReasoningTrace records.
-The caller decides that; :func:`choose_workers` decides how many workers such a run gets.
+embedder (novelty is then 0.5 for every trace), no knowledge base, ReasoningTrace records:
+:func:`plan_workers` decides that, and :func:`choose_workers` how many workers such a run gets.
 
 What comes back is what the one-process path makes of the same records, byte for byte: the
 workers run the same conversion (:func:`~knowledgepulse.importers.read_traces`) and build
@@ -25,7 +25,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from ._run import ScoredUnit, score_unit
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -38,32 +40,31 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTO_MIN_BYTES",
     "WORKERS_ENV",
-    "ScoredTrace",
-    "ScoredUnit",
     "ScoringSettings",
+    "WorkerPlan",
     "choose_workers",
+    "plan_workers",
     "score_records",
     "score_records_in_workers",
 ]
 
 #: Sets the worker count when ``--workers`` is not given (``0``: in process).
 WORKERS_ENV = "KNOWLEDGEPULSE_WORKERS"
-#: Below this much JSON to read (~3,000 realistic traces), a run is scored in process:
-#: starting the workers (a fork server importing the schema, ~0.3 CPU s) and the ~1.3× CPU
-#: they spend per trace cost more than they save on 2 cores.
+#: Below this much JSON to read (some thousands of realistic traces), a run is scored in
+#: process: starting the workers (a fork server importing the schema) and the extra CPU they
+#: spend per trace (pickling, pipes) cost more than they save on a few cores.
 AUTO_MIN_BYTES = 32 << 20
-#: A ``.gz`` input is counted at this many times its size (JSON traces compress ~7×).
+#: A ``.gz`` input is counted at this many times its size (JSON traces compress well).
 GZIP_RATIO = 6
 #: Most workers chosen automatically: past this, the reading process is the bound.
 AUTO_MAX_WORKERS = 8
 #: No workers chosen automatically while the load average is this many times the CPUs: the
-#: workers spend ~1.3× the CPU of one process, which only pays when cores are free
-#: (measured on 2 cores: 1.3× faster at a load of 2.3, 0.85× at 4).
+#: workers spend more CPU in all than one process does, which only pays when cores are free.
 AUTO_MAX_LOAD_PER_CPU = 1.5
 #: A batch sent to a worker ends at this many records or bytes, whichever comes first:
-#: large enough that the pipe round trip is small beside the work (~7 ms of it), small
-#: enough that its buffers are reused rather than mapped afresh (a 2 MiB batch took 3× the
-#: CPU per byte to pack and unpack than a 1 MiB one).
+#: large enough that the pipe round trip is small beside the work, small enough that its
+#: buffers are reused rather than mapped afresh (larger batches cost more CPU per byte to
+#: pack and unpack).
 BATCH_RECORDS = 64
 BATCH_BYTES = 768 << 10
 #: Modules the fork server imports once, so that each worker starts without importing them.
@@ -73,32 +74,6 @@ _PRELOAD = [
     "knowledgepulse.scoring._scorer",
     "knowledgepulse.records",
 ]
-
-
-class ScoredTrace(NamedTuple):
-    """One trace scored in a worker: its score line, and what the summary needs of it."""
-
-    line: str  #: the score line, as ``dumps(ScoreRecord.data_of(...))`` writes it
-    value: float
-    domain: str
-    passed: bool | None  #: None without a threshold
-    accepted: str | None  #: the trace's line for ``--accepted`` when it passed (if asked)
-
-
-class ScoredUnit(NamedTuple):
-    """One unit of input records, scored: a :class:`~knowledgepulse.importers.Conversion`
-    whose ``traces`` are :class:`ScoredTrace`. A converted unit that came back from a worker
-    holds ``None`` for each of its records (only their count matters then)."""
-
-    records: Sequence[Any]
-    traces: list[ScoredTrace]
-    problems: list[str]
-    format: str
-
-    @property
-    def counted(self) -> int:
-        """How many records it counts for (ReasoningTrace records: each one)."""
-        return len(self.records)
 
 
 @dataclass(frozen=True)
@@ -116,6 +91,68 @@ class ScoringSettings:
     profiles: tuple[DomainProfile, ...]
     threshold: float | None = None
     accepted_lines: bool = False
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """Whether a ``kp score`` run goes to worker processes, and what to say about it.
+
+    Args:
+        workers: worker processes (0: in this process).
+        note: said on stderr, the run going on in process (``--workers`` where an embedder
+            already uses every core).
+        refusal: ``--workers N`` where this run cannot use them: a usage error, its message.
+    """
+
+    workers: int
+    note: str | None = None
+    refusal: str | None = None
+
+
+def plan_workers(
+    requested: int | None,
+    files: Sequence[str],
+    *,
+    engine: str = "local",
+    embedding: bool,
+    source_format: str,
+    sinks: bool,
+) -> WorkerPlan:
+    """The worker processes for a run of ``kp score`` (see :class:`WorkerPlan`).
+
+    Only traces scored independently of each other can be: no embedder (novelty depends on
+    what came before), and so no knowledge base, ReasoningTrace records (other formats may
+    group records over a file), no JUnit, OTel or grouping sink (they take the validated
+    records in the reading process). How many, then: :func:`choose_workers`.
+
+    Args:
+        requested: ``--workers`` (None: not given).
+        files: the input files (``-`` for standard input).
+        engine: ``local``, or ``ray`` (its own workers: never processes here).
+        embedding: the run embeds its traces.
+        source_format: ``--from``.
+        sinks: ``--junit``, ``--group-by`` or ``--otel-endpoint`` is given.
+    """
+    many = requested is not None and requested > 1
+    if engine == "ray":
+        return WorkerPlan(0)
+    if embedding:
+        # Novelty depends on the traces before each one, and the embedder's own threads
+        # already use every core: worker processes would only compete with it. Same output.
+        note = (
+            f"--workers {requested}: traces are embedded in this process (the embedder "
+            "uses every core itself); worker processes serve runs with --no-embed"
+        )
+        return WorkerPlan(0, note=note if many else None)
+    why_not = None
+    if source_format != "trace":
+        why_not = "it reads ReasoningTrace records, not --from " + source_format
+    elif sinks:
+        why_not = "it cannot be used with --junit, --group-by or --otel-endpoint"
+    if why_not is not None:
+        refusal = f"--workers {requested} with --engine local: {why_not}"
+        return WorkerPlan(0, refusal=refusal if many else None)
+    return WorkerPlan(choose_workers(requested, files))
 
 
 def choose_workers(requested: int | None, files: Sequence[str]) -> int:
@@ -162,38 +199,27 @@ _Packed = tuple[str, int, "int | None", "bytes | None", "str | None", "str | Non
 def score_records(records: Iterable[InputRecord], settings: ScoringSettings) -> list[ScoredUnit]:
     """Convert and score ``records`` (ReasoningTraces, read with ``parse=False``).
 
-    One :class:`ScoredUnit` per unit :func:`~knowledgepulse.importers.read_traces` gives,
-    in order, with a :class:`ScoredTrace` for each of its traces.
+    One :class:`~._run.ScoredUnit` per unit :func:`~knowledgepulse.importers.read_traces`
+    gives, in order, as :func:`~._run.score_unit` scores it.
     """
     from ..importers import read_traces
-    from ..io._writers import dumps
-    from ..records import ScoreRecord
     from ._profiles import ProfileRegistry
     from ._scorer import Scorer
 
     registry = ProfileRegistry({profile.name: profile for profile in settings.profiles})
     scorer = Scorer(embedder=None, profiles=registry)
-    threshold = settings.threshold
-    units = []
     # One unit at a time, its traces dropped once written: validating a whole batch before
-    # scoring it keeps hundreds of traces alive, and costs twice the CPU (cold memory).
-    for conversion in read_traces(records, "trace", settings.options):
-        first = conversion.records[0]
-        index = first.index if len(conversion.records) == 1 else None
-        scored = []
-        for trace, score in zip(conversion.traces, scorer.score_many(conversion.traces)):
-            data = ScoreRecord.data_of(
-                score, trace, source=first.source, line=first.line, index=index, threshold=threshold
-            )
-            passed = data.get("passed")
-            accepted = None
-            if passed and settings.accepted_lines:
-                full = trace.to_dict()
-                full["metadata"]["quality_score"] = score.value
-                accepted = dumps(full)
-            scored.append(ScoredTrace(dumps(data), score.value, data["domain"], passed, accepted))
-        units.append(ScoredUnit(conversion.records, scored, conversion.problems, conversion.format))
-    return units
+    # scoring it keeps hundreds of traces alive, and costs more CPU (cold memory).
+    return [
+        score_unit(
+            scorer,
+            conversion,
+            threshold=settings.threshold,
+            accepted_lines=settings.accepted_lines,
+            keep=False,  # the trace and its score stay here: only the lines cross the pipe
+        )
+        for conversion in read_traces(records, "trace", settings.options)
+    ]
 
 
 def _pack(record: InputRecord) -> _Packed:

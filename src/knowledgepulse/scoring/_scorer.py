@@ -27,7 +27,6 @@ from ._formulas import (
     TraceFacts,
     ValueScore,
     compose,
-    score_from_record,
 )
 from ._profiles import DomainProfile, ProfileRegistry, global_registry
 
@@ -237,7 +236,7 @@ class Scorer:
             for i, trace in enumerate(traces):
                 record = stored.get(trace.id, _MISSING)
                 if isinstance(record, dict):
-                    scores[i] = score_from_record(record)
+                    scores[i] = replace(ValueScore.from_record(record), stored="already_stored")
         todo = [i for i, score in enumerate(scores) if score is None]
         if not todo:
             return [score for score in scores if score is not None]

@@ -20,13 +20,14 @@ from starlette.requests import ClientDisconnect, Request
 
 from .. import __version__
 from .._schema import format_path
+from ..api_models import ErrorBody, GroupList, Problem, SearchRequest, trace_schemas
+from ..api_models import components as model_components
 from ..kb import KnowledgeBase, KnowledgeBaseError
 from ._answers import SecureAnswers, client_went_away
 from ._auth import KeyCheck
 from ._bodies import RequestProblem, load_redactor
 from ._engine import Engine
 from ._limits import RateLimiter, retry_after
-from ._models import ErrorBody, Problem, SearchRequest, trace_schemas
 from ._settings import DEFAULT_THRESHOLD, ServiceSettings
 
 __all__ = ["ServiceState", "Stopped", "create_app", "stop_point"]
@@ -260,7 +261,8 @@ def _document_batch_limit(document: dict[str, Any], max_batch: int) -> None:
 
 
 def _complete_openapi(app: FastAPI) -> None:
-    """The generated document, with the schemas of the bodies the routes read themselves."""
+    """The generated document, with the schemas of the bodies the routes read themselves and
+    of kp view's ``GET /v1/groups`` answer (the service has no groups; the contract has)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -275,6 +277,7 @@ def _complete_openapi(app: FastAPI) -> None:
             components["SearchRequest"] = SearchRequest.model_json_schema(
                 ref_template="#/components/schemas/{model}"
             )
+            components.update(model_components(GroupList))
             _document_batch_limit(schema, app.state.service.settings.max_batch)
             app.openapi_schema = schema
         return app.openapi_schema

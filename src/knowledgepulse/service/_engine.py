@@ -22,12 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._schema import ReasoningTrace
-from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
-from ..memory._cache import Admit, Nearest
-from ..records import ScoreRecord
-from ..scoring._formulas import NEAR_DUPLICATE
-from ..scoring._scorer import Scorer, ValueScore
-from ._models import (
+from ..api_models import (
     Contribution,
     ContributionStatus,
     NearestRef,
@@ -36,6 +31,11 @@ from ._models import (
     TraceList,
     TraceListItem,
 )
+from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
+from ..memory._cache import Admit, Nearest
+from ..records import ScoreRecord
+from ..scoring._formulas import NEAR_DUPLICATE, is_near_duplicate
+from ..scoring._scorer import Scorer, ValueScore
 
 __all__ = ["NEAR_DUPLICATE", "Engine", "namespaced_id", "shown_id"]
 
@@ -334,7 +334,7 @@ class Engine:
         near = [
             NearestRef(id=shown_id(hit.id), similarity=hit.similarity)
             for hit in hits
-            if hit.id != row and hit.similarity >= NEAR_DUPLICATE
+            if hit.id != row and is_near_duplicate(hit.similarity)
         ][:10]
         record = None
         if found.record is not None:

@@ -11,12 +11,8 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from .._schema import ReasoningTrace, format_path
-from ..importers import format_names
-from ..kb import ApiKey, is_server_url
-from ._app import ServiceState, stop_point
-from ._bodies import RequestProblem, parse_json, problem, traces_of
-from ._limits import read_body
-from ._models import (
+from ..api_models import (
+    VIEWER_ONLY,
     Contribution,
     ContributionBatch,
     ErrorBody,
@@ -28,6 +24,11 @@ from ._models import (
     TraceDetail,
     TraceList,
 )
+from ..importers import format_names
+from ..kb import ApiKey, is_server_url
+from ._app import ServiceState, stop_point
+from ._bodies import RequestProblem, parse_json, problem, traces_of
+from ._limits import read_body
 
 __all__ = ["router"]
 
@@ -246,6 +247,7 @@ async def list_traces(
 @router.get(
     "/v1/traces/{trace_id}",
     response_model=TraceDetail,
+    response_model_exclude=VIEWER_ONLY[TraceDetail],
     responses=_errors(404, *_READ_ERRORS),
     summary="A stored trace, its score record and its near-duplicates",
 )
@@ -304,6 +306,7 @@ def _under(prefix: str, path: str) -> str:
 @router.get(
     "/v1/stats",
     response_model=Stats,
+    response_model_exclude=VIEWER_ONLY[Stats],
     responses=_errors(*_READ_ERRORS),
     summary="Counts over the traces this key may see",
 )

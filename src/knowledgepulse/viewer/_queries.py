@@ -1,14 +1,17 @@
 """The viewer's HTTP API (the ``/v1`` contract of ``kp serve``), answered from memory.
 
-Each function takes the loaded :class:`ViewerData` and returns the JSON-ready body of one
-endpoint. ``kp view`` has no knowledge base, so:
+Each function takes the loaded :class:`ViewerData` and returns the answer of one endpoint as
+the service's own model (:mod:`knowledgepulse.api_models`), so both servers answer one
+contract. ``kp view`` has no knowledge base, so:
 
-- ``added_at`` is null and sorting by it follows the order the records were read in;
+- ``added_at``, ``last_added_at``, ``threshold``, ``model`` and ``dimensions`` are null, and
+  sorting by ``added_at`` follows the order the records were read in;
 - search matches the query's words where words of trace ids and objectives begin (there is no embedder); a
   hit's ``similarity`` is the fraction of the query's words it contains.
 
-Beyond the contract, ``GET /v1/traces`` also sorts by any column of the table and filters by
-``value_min`` / ``value_max``; ``GET /v1/stats`` says ``"search": "text"``.
+Beyond what ``kp serve`` answers, ``GET /v1/traces`` also sorts by any column of the table and
+filters by ``value_min`` / ``value_max``; ``GET /v1/stats`` fills the models' kp-view-only
+fields (what was read, ``"search": "text"``); ``GET /v1/groups`` lists the curation groups.
 """
 
 from __future__ import annotations
@@ -18,6 +21,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import KnowledgePulseError
+from ..api_models import (
+    Group,
+    GroupList,
+    NearestRef,
+    SearchHit,
+    SearchResponse,
+    Stats,
+    TraceDetail,
+    TraceList,
+    TraceListItem,
+)
+from ..records import GroupDuplicate
 from ._load import ViewedTrace, ViewerData
 
 __all__ = [
@@ -49,10 +64,16 @@ SORT_KEYS: dict[str, Callable[[ViewedTrace], Any]] = {
 
 
 class QueryError(KnowledgePulseError, ValueError):
-    """A request parameter that cannot be used; the message names it (HTTP 422)."""
+    """A request parameter that cannot be used (HTTP 422): ``path`` names it ("" for the whole
+    body), ``message`` says why; the text is ``"path: message"`` (or the message alone)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}" if path else message)
 
 
-def list_traces(data: ViewerData, params: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+def list_traces(data: ViewerData, params: Mapping[str, Sequence[str]]) -> TraceList:
     """``GET /v1/traces``: one page of traces, filtered and sorted.
 
     Args:
@@ -66,7 +87,7 @@ def list_traces(data: ViewerData, params: Mapping[str, Sequence[str]]) -> dict[s
     descending = sort.startswith("-")
     key = SORT_KEYS.get(sort.lstrip("-"))
     if key is None:
-        raise QueryError(f"sort: expected one of {', '.join(SORT_KEYS)}, with - for descending")
+        raise QueryError("sort", f"expected one of {', '.join(SORT_KEYS)}, with - for descending")
     domain = _text(params, "domain")
     words = _words(_text(params, "q"))
     value_min = _number(params, "value_min")
@@ -95,114 +116,121 @@ def list_traces(data: ViewerData, params: Mapping[str, Sequence[str]]) -> dict[s
     missing = [t for t in chosen if key(t) is None]
     present.sort(key=key, reverse=descending)
     ordered = present + missing
-    return {
-        "items": [_item(trace) for trace in ordered[offset : offset + limit]],
-        "total": len(ordered),
-    }
+    return TraceList(
+        items=[_item(trace) for trace in ordered[offset : offset + limit]], total=len(ordered)
+    )
 
 
-def trace_detail(data: ViewerData, trace_id: str) -> dict[str, Any] | None:
+def trace_detail(data: ViewerData, trace_id: str) -> TraceDetail | None:
     """``GET /v1/traces/{id}``; None when the id was not read (HTTP 404)."""
     trace = data.traces.get(trace_id)
     if trace is None:
         return None
     sources = trace.sources
-    return {
-        "trace": trace.trace.to_dict() if trace.trace else None,
-        "record": trace.record.to_dict() if trace.record else None,
-        "added_at": None,
-        "source": next(iter(sources.values()), None),
-        "sources": sources,
-        "near_duplicates": data.near_duplicates(trace_id),
-        "eval": trace.eval.to_dict() if trace.eval else None,
-    }
+    return TraceDetail(
+        trace=trace.trace.to_dict() if trace.trace else None,
+        record=trace.record,
+        added_at=None,
+        source=next(iter(sources.values()), None),
+        near_duplicates=[NearestRef(**near) for near in data.near_duplicates(trace_id)],
+        sources=sources,
+        eval=trace.eval.to_dict() if trace.eval else None,
+    )
 
 
-def search_traces(data: ViewerData, body: Any) -> dict[str, Any]:
+def search_traces(data: ViewerData, body: Any) -> SearchResponse:
     """``POST /v1/search`` with ``{"text": ..., "k": 10}``: traces holding the query's words."""
     if not isinstance(body, dict) or not isinstance(body.get("text"), str):
-        raise QueryError('expected a JSON object {"text": "...", "k": 10}')
+        raise QueryError("", 'expected a JSON object {"text": "...", "k": 10}')
     k = body.get("k", 10)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_SEARCH_HITS:
-        raise QueryError(f"k: expected a whole number from 1 to {MAX_SEARCH_HITS}")
+        raise QueryError("k", f"expected a whole number from 1 to {MAX_SEARCH_HITS}")
     words = _words(body["text"])
     if not words:
-        raise QueryError("text: expected at least one word to search for")
+        raise QueryError("text", "expected at least one word to search for")
     scored = []
     for trace in data.traces.values():
         matched = _matched(trace, words)
         if matched:
             scored.append((matched / len(words), trace))
     scored.sort(key=lambda hit: (-hit[0], -(_value(hit[1]) or 0.0), hit[1].id))
-    return {
-        "hits": [
-            {
-                "id": trace.id,
-                "similarity": round(similarity, 6),
-                "value": _value(trace),
-                "domain": trace.domain,
-                "objective": trace.objective,
-            }
+    return SearchResponse(
+        hits=[
+            SearchHit(
+                id=trace.id,
+                similarity=round(similarity, 6),
+                value=_value(trace),
+                domain=trace.domain,
+                objective=trace.objective,
+            )
             for similarity, trace in scored[:k]
         ]
-    }
+    )
 
 
-def trace_stats(data: ViewerData) -> dict[str, Any]:
+def trace_stats(data: ViewerData) -> Stats:
     """``GET /v1/stats``: counts of what was read, by kind and by domain."""
     domains: dict[str, int] = {}
     for trace in data.traces.values():
         if trace.domain is not None:
             domains[trace.domain] = domains.get(trace.domain, 0) + 1
     traces = data.traces.values()
-    return {
-        "traces": len(data.traces),
-        "scored": sum(1 for t in traces if t.record is not None),
-        "with_steps": sum(1 for t in traces if t.trace is not None),
-        "evaluated": sum(1 for t in traces if t.eval is not None),
-        "groups": len(data.groups),
-        "duplicates": sum(len(g.duplicates) for g in data.groups),
-        "domains": dict(sorted(domains.items())),
-        "files": list(data.files),
-        "skipped": list(data.skipped),
-        "warnings": list(data.warnings),
-        "search": "text",
-    }
+    values = [t.record.score for t in traces if t.record is not None]
+    return Stats(
+        traces=len(data.traces),
+        by_domain=dict(sorted(domains.items())),
+        mean_value=sum(values) / len(values) if values else None,
+        last_added_at=None,
+        threshold=None,
+        model=None,
+        dimensions=None,
+        scored=len(values),
+        with_steps=sum(1 for t in traces if t.trace is not None),
+        evaluated=sum(1 for t in traces if t.eval is not None),
+        groups=len(data.groups),
+        duplicates=sum(len(g.duplicates) for g in data.groups),
+        files=list(data.files),
+        skipped=list(data.skipped),
+        warnings=list(data.warnings),
+        search="text",
+    )
 
 
-def group_list(data: ViewerData) -> dict[str, Any]:
+def group_list(data: ViewerData) -> GroupList:
     """``GET /v1/groups``: each group of near-duplicates, with the line it was read from."""
-    return {
-        "groups": [
-            {
-                "kept": g.kept,
-                "duplicates": g.duplicates,
-                "reason": g.reason,
-                "source": g.place,
-            }
+    return GroupList(
+        groups=[
+            Group(
+                kept=g.kept,
+                duplicates=[GroupDuplicate(**{"value": None, **d}) for d in g.duplicates],
+                reason=g.reason,
+                source=g.place,
+            )
             for g in data.groups
         ]
-    }
+    )
 
 
-def _item(trace: ViewedTrace) -> dict[str, Any]:
+def _item(trace: ViewedTrace) -> TraceListItem:
     record = trace.record
     nearest = record.nearest if record else None
-    return {
-        "id": trace.id,
-        "value": record.score if record else None,
-        "complexity": record.complexity if record else None,
-        "novelty": record.novelty if record else None,
-        "tool_diversity": record.tool_diversity if record else None,
-        "outcome": record.outcome if record else None,
-        "domain": trace.domain,
-        "success": trace.success,
-        "nearest": (
-            {"id": nearest.id, "similarity": nearest.similarity} if nearest is not None else None
+    return TraceListItem(
+        id=trace.id,
+        value=record.score if record else None,
+        complexity=record.complexity if record else None,
+        novelty=record.novelty if record else None,
+        tool_diversity=record.tool_diversity if record else None,
+        outcome=record.outcome if record else None,
+        domain=trace.domain,
+        success=trace.success,
+        nearest=(
+            NearestRef(id=nearest.id, similarity=nearest.similarity)
+            if nearest is not None and nearest.id is not None
+            else None
         ),
-        "added_at": None,
-        "objective": trace.objective,
-    }
+        added_at=None,
+        objective=trace.objective,
+    )
 
 
 def _value(trace: ViewedTrace) -> float | None:
@@ -235,9 +263,9 @@ def _number(params: Mapping[str, Sequence[str]], name: str) -> float | None:
     try:
         number = float(text)
     except ValueError:
-        raise QueryError(f"{name}: expected a number, got {text!r}") from None
+        raise QueryError(name, f"expected a number, got {text!r}") from None
     if number != number or number in (float("inf"), float("-inf")):
-        raise QueryError(f"{name}: expected a finite number, got {text!r}")
+        raise QueryError(name, f"expected a finite number, got {text!r}")
     return number
 
 
@@ -250,8 +278,8 @@ def _integer(
     try:
         number = int(text)
     except ValueError:
-        raise QueryError(f"{name}: expected a whole number, got {text!r}") from None
+        raise QueryError(name, f"expected a whole number, got {text!r}") from None
     if number < low or (high is not None and number > high):
         bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise QueryError(f"{name}: expected a whole number {bound}, got {number}")
+        raise QueryError(name, f"expected a whole number {bound}, got {number}")
     return number

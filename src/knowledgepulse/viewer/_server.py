@@ -4,8 +4,10 @@
 
 - the page's three files (:data:`STATIC_FILES`), with a content security policy that lets
   the page reach nothing but its own origin;
-- the ``/v1`` endpoints of :mod:`._queries` as JSON; with ``api_key`` set, each needs
-  ``Authorization: Bearer KEY`` (401 otherwise), as ``kp serve`` does.
+- the ``/v1`` endpoints of :mod:`._queries` as JSON, each answer one of the service's models
+  (:mod:`knowledgepulse.api_models`), every error an ``ErrorBody`` with its ``problems``; with
+  ``api_key`` set, each needs ``Authorization: Bearer KEY`` (401 otherwise), as ``kp serve``
+  does.
 
 When bound to a loopback address, a request whose ``Host`` header names anything but a
 loopback name is refused (403): a web page elsewhere cannot reach the server by pointing its
@@ -24,6 +26,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from pydantic import BaseModel
+
+from ..api_models import ErrorBody, Problem
 from ._load import ViewerData
 from ._queries import (
     QueryError,
@@ -136,16 +141,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, method: str) -> None:
         if self.loopback_only and not self._host_is_loopback():
-            self._send_json(HTTPStatus.FORBIDDEN, {"detail": "this server answers localhost only"})
+            self._send_error(HTTPStatus.FORBIDDEN, "this server answers localhost only")
             return
         path = urlsplit(self.path).path
         if not path.startswith("/v1/"):
             self._send_static(method, path)
         elif not self._authorized():
-            self._send_json(
+            self._send_error(
                 HTTPStatus.UNAUTHORIZED,
-                {"detail": "an API key is needed: Authorization: Bearer KEY"},
-                {"WWW-Authenticate": "Bearer"},
+                "an API key is needed: Authorization: Bearer KEY",
+                headers={"WWW-Authenticate": "Bearer"},
             )
         else:
             self._send_api(method, path)
@@ -165,7 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_static(self, method: str, path: str) -> None:
         found = STATIC_FILES.get(path)
         if found is None or method == "POST":
-            self._send_json(HTTPStatus.NOT_FOUND, {"detail": f"no such page: {path}"})
+            self._send_error(HTTPStatus.NOT_FOUND, f"no such page: {path}")
             return
         name, content_type = found
         body = (STATIC_DIR / name).read_bytes()
@@ -177,14 +182,14 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "POST" and path == "/v1/search":
                 self._send_json(HTTPStatus.OK, search_traces(self.data, self._json_body()))
             elif method == "POST":
-                self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"detail": "method not allowed"})
+                self._send_error(HTTPStatus.METHOD_NOT_ALLOWED, "method not allowed")
             elif path == "/v1/traces":
                 self._send_json(HTTPStatus.OK, list_traces(self.data, query))
             elif path.startswith("/v1/traces/"):
                 trace_id = unquote(path[len("/v1/traces/") :])
                 detail = trace_detail(self.data, trace_id)
                 if detail is None:
-                    self._send_json(HTTPStatus.NOT_FOUND, {"detail": f"no trace {trace_id}"})
+                    self._send_error(HTTPStatus.NOT_FOUND, f"no trace {trace_id}")
                 else:
                     self._send_json(HTTPStatus.OK, detail)
             elif path == "/v1/stats":
@@ -192,26 +197,38 @@ class _Handler(BaseHTTPRequestHandler):
             elif path == "/v1/groups":
                 self._send_json(HTTPStatus.OK, group_list(self.data))
             else:
-                self._send_json(HTTPStatus.NOT_FOUND, {"detail": f"no such endpoint: {path}"})
+                self._send_error(HTTPStatus.NOT_FOUND, f"no such endpoint: {path}")
         except QueryError as exc:
-            self._send_json(HTTPStatus.UNPROCESSABLE_ENTITY, {"detail": str(exc)})
+            wrong = Problem(path=exc.path, message=exc.message)
+            self._send_error(HTTPStatus.UNPROCESSABLE_ENTITY, str(exc), [wrong])
 
     def _json_body(self) -> Any:
         try:
             length = int(self.headers.get("Content-Length", "0"))
         except ValueError:
-            raise QueryError("Content-Length: expected a number") from None
+            raise QueryError("Content-Length", "expected a number") from None
         if not 0 < length <= _MAX_BODY:
-            raise QueryError(f"expected a JSON body of at most {_MAX_BODY} bytes")
+            raise QueryError("", f"expected a JSON body of at most {_MAX_BODY} bytes")
         try:
             return json.loads(self.rfile.read(length))
         except ValueError:
-            raise QueryError("the body is not JSON") from None
+            raise QueryError("", "the body is not JSON") from None
+
+    def _send_error(
+        self,
+        status: HTTPStatus,
+        detail: str,
+        problems: list[Problem] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self._send_json(status, ErrorBody(detail=detail, problems=problems or []), headers)
 
     def _send_json(
-        self, status: HTTPStatus, body: Any, headers: dict[str, str] | None = None
+        self, status: HTTPStatus, body: BaseModel, headers: dict[str, str] | None = None
     ) -> None:
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        data = body.model_dump(mode="json", by_alias=True)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         self._send(status, text.encode(), "application/json", headers=headers)
 
     def _send(

@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 
 from ..._schema import ReasoningTrace
+from ...scoring._run import accepted_trace
 from ...scoring._scorer import ValueScore
 
 __all__ = ["API_KEY_VARIABLE", "contribute"]
@@ -29,8 +30,7 @@ def contribute(
     Raises ``OSError`` (``urllib.error.URLError``) when the server cannot be reached or does
     not answer 2xx; the message carries the status and the start of the server's answer.
     """
-    data = trace.to_dict()
-    data["metadata"]["quality_score"] = score.value
+    data = accepted_trace(trace, score)
     headers = {"Content-Type": "application/json"}
     key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE)
     if key:

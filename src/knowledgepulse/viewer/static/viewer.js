@@ -335,7 +335,7 @@
   }
 
   function filtersForm(state, info) {
-    const domains = info && info.domains && typeof info.domains === "object" ? Object.keys(info.domains) : [];
+    const domains = info && info.by_domain && typeof info.by_domain === "object" ? Object.keys(info.by_domain) : [];
     const field = (id, label, attrs) =>
       h("div", { class: "field" }, h("label", { for: id }, label), h("input", Object.assign({ id, name: id }, attrs)));
     return h(

@@ -1,4 +1,11 @@
-"""What the API answers: pydantic models, so the OpenAPI document describes every response.
+"""What the ``/v1`` API answers: pydantic models, so the OpenAPI document describes every response.
+
+One contract for both servers of the API: ``kp serve`` (:mod:`knowledgepulse.service`) over a
+knowledge base, and ``kp view`` (:mod:`knowledgepulse.viewer`) over files. Both answer with
+these models, and ``tests/viewer/test_contract.py`` validates every ``kp view`` answer against
+the service's OpenAPI document. What only ``kp view`` knows (the files read, a trace's eval
+line, the curation groups) is in fields the service leaves out (:data:`VIEWER_ONLY`); what only
+a knowledge base knows (when a trace was added, the threshold) is null in ``kp view``.
 
 Scores are the library's own :class:`~knowledgepulse.records.ScoreRecord`; request bodies are
 ReasoningTraces (:func:`trace_schemas` puts their schema in the OpenAPI components).
@@ -10,14 +17,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from .._schema import ReasoningTrace
-from ..records import ScoreRecord
+from ._schema import ReasoningTrace
+from .records import GroupDuplicate, ScoreRecord
 
 __all__ = [
+    "VIEWER_ONLY",
     "Contribution",
     "ContributionBatch",
     "ContributionStatus",
     "ErrorBody",
+    "Group",
+    "GroupList",
     "Health",
     "NearestRef",
     "Problem",
@@ -29,10 +39,14 @@ __all__ = [
     "TraceDetail",
     "TraceList",
     "TraceListItem",
+    "components",
     "trace_schemas",
 ]
 
 ContributionStatus = Literal["accepted", "already_stored", "rejected", "conflict"]
+
+_ADDED_AT = "When the trace was stored; null in kp view (files hold no time of adding)."
+_VIEW = "kp view only (kp serve leaves it out): "
 
 
 class _Answer(BaseModel):
@@ -107,11 +121,13 @@ class TraceListItem(_Answer):
     domain: str | None
     success: bool | None
     nearest: NearestRef | None
-    added_at: str
+    added_at: str | None = Field(description=_ADDED_AT)
     objective: str | None
 
 
 class TraceList(_Answer):
+    """``GET /v1/traces``: one page of traces."""
+
     items: list[TraceListItem]
     total: int = Field(description="How many traces match, over all pages.")
 
@@ -119,11 +135,25 @@ class TraceList(_Answer):
 class TraceDetail(_Answer):
     """``GET /v1/traces/{id}``: the stored trace, its score record, and its near-duplicates."""
 
-    trace: dict[str, Any] = Field(description="The ReasoningTrace as stored (redacted).")
+    trace: dict[str, Any] | None = Field(
+        description="The ReasoningTrace as stored (redacted); null in kp view when only its "
+        "score or eval line was read."
+    )
     record: ScoreRecord | None
-    added_at: str
+    added_at: str | None = Field(description=_ADDED_AT)
     source: str | None
-    near_duplicates: list[NearestRef]
+    near_duplicates: list[NearestRef] = Field(
+        description="Most similar first. kp serve: stored traces from NEAR_DUPLICATE up; "
+        "kp view: the traces kp curate --groups grouped with this one."
+    )
+    sources: dict[str, str] | None = Field(
+        default=None,
+        description=_VIEW + "where each kind of record was read, e.g. "
+        '{"score": "scores.jsonl:3", "trace": "traces.jsonl:3"}.',
+    )
+    eval: dict[str, Any] | None = Field(
+        default=None, description=_VIEW + "the trace's kp eval line (knowledgepulse.eval/1)."
+    )
 
 
 class SearchRequest(_Answer):
@@ -137,6 +167,8 @@ class SearchRequest(_Answer):
 
 
 class SearchHit(_Answer):
+    """A trace found by ``POST /v1/search``, and how similar it is to the query."""
+
     id: str
     similarity: float
     value: float | None
@@ -145,6 +177,8 @@ class SearchHit(_Answer):
 
 
 class SearchResponse(_Answer):
+    """``POST /v1/search``: the traces found, most similar first."""
+
     hits: list[SearchHit]
 
 
@@ -155,9 +189,59 @@ class Stats(_Answer):
     by_domain: dict[str, int]
     mean_value: float | None
     last_added_at: str | None
-    threshold: float
+    threshold: float | None = Field(description="The base's threshold; null in kp view.")
     model: str | None
     dimensions: int | None
+    scored: int | None = Field(default=None, description=_VIEW + "traces with a score line.")
+    with_steps: int | None = Field(default=None, description=_VIEW + "traces read in full.")
+    evaluated: int | None = Field(default=None, description=_VIEW + "traces with an eval line.")
+    groups: int | None = Field(default=None, description=_VIEW + "groups of near-duplicates.")
+    duplicates: int | None = Field(
+        default=None, description=_VIEW + "traces dropped in those groups."
+    )
+    files: list[str] | None = Field(default=None, description=_VIEW + "the files read.")
+    skipped: list[str] | None = Field(
+        default=None, description=_VIEW + "each line that could not be shown, 'file:line: why'."
+    )
+    warnings: list[str] | None = Field(
+        default=None, description=_VIEW + "each second record of a kind for one id (ignored)."
+    )
+    search: Literal["text"] | None = Field(
+        default=None, description=_VIEW + "'text': search matches words, there is no embedder."
+    )
+
+
+class Group(_Answer):
+    """One group of near-duplicates of ``GET /v1/groups`` (kp view): a ``kp curate --groups``
+    line and where it was read."""
+
+    kept: str
+    duplicates: list[GroupDuplicate]
+    reason: str
+    source: str = Field(description="Where the line was read: 'file:line'.")
+
+
+class GroupList(_Answer):
+    """``GET /v1/groups`` (kp view only: a knowledge base keeps no groups)."""
+
+    groups: list[Group]
+
+
+#: The fields of each answer only ``kp view`` fills, which ``kp serve`` leaves out.
+VIEWER_ONLY: dict[type[BaseModel], set[str]] = {
+    TraceDetail: {"sources", "eval"},
+    Stats: {
+        "scored",
+        "with_steps",
+        "evaluated",
+        "groups",
+        "duplicates",
+        "files",
+        "skipped",
+        "warnings",
+        "search",
+    },
+}
 
 
 class Health(_Answer):
@@ -168,6 +252,13 @@ class Health(_Answer):
     knowledge_base: dict[str, Any]
     embedder: dict[str, Any]
     redaction: str
+
+
+def components(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON Schema and the schemas it uses, by name, as OpenAPI components."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    return {**defs, model.__name__: schema}
 
 
 def trace_schemas() -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""``kp curate`` in a child process with the tests' hashing embedder (no model needed).
+
+Run as ``python tests/scoring/curate_child.py ARGS...`` (the arguments after ``kp``). With
+``KP_TEST_EMBED_DELAY`` set, each embedding call sleeps that many seconds, so that a test
+can stop the run while it embeds. The child's peak RSS is what the memory tests measure.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import numpy.typing as npt
+
+from _helpers import HashingEmbedder
+
+
+class _SlowHashing(HashingEmbedder):
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        time.sleep(self.delay)
+        return super().embed(texts)
+
+
+def main() -> int:
+    from knowledgepulse import embedding
+    from knowledgepulse.cli import main as kp_main
+
+    delay = float(os.environ.get("KP_TEST_EMBED_DELAY", "0"))
+    embedder = _SlowHashing(delay) if delay else HashingEmbedder()
+
+    def choose(*_: Any, **__: Any) -> Any:
+        return embedding.EmbedderChoice(
+            embedding.check_embedder(embedder), "onnx", "the tests' hashing embedder"
+        )
+
+    embedding.choose_embedder = choose
+    return int(kp_main())  # argv from the command line: kp is the process
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+"""Streaming ``kp curate``: the decisions of ``curate()`` with memory bounded and a work dir
+that survives a stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import knowledgepulse as kp
+from _helpers import HashingEmbedder, make_trace
+from knowledgepulse.io._writers import dumps
+from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
+from knowledgepulse.scoring._curation import curate
+from knowledgepulse.scoring._nearby import near_lists
+from knowledgepulse.scoring._stream_curation import StreamingCuration
+
+CHILD = Path(__file__).with_name("curate_child.py")
+
+
+def synthetic(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` traces over ``n / 4`` tasks, each attempt with a few words of its own."""
+    rng = random.Random(seed)
+    traces = []
+    for i in range(n):
+        task = rng.randrange(n // 4 + 1)
+        words = " ".join(f"t{task}w{k}" for k in range(12))
+        extra = " ".join(f"x{rng.randrange(30)}" for _ in range(3))
+        traces.append(
+            make_trace(
+                trace_id=f"kp:trace:{i:06d}",
+                objective=f"{words} {extra}",
+                confidence=round(rng.uniform(0.3, 1.0), 2),
+            )
+        )
+    return traces
+
+
+def streamed(
+    traces: Sequence[Any], work: Path, similarity: float, embedder: Any = None, **settings: Any
+) -> tuple[list[str], list[str]]:
+    """The kept lines and group lines of a streaming curation."""
+    curation = StreamingCuration(
+        work, embedder=embedder or HashingEmbedder(), similarity=similarity, **settings
+    )
+    for trace in traces:
+        curation.add(kp.parse_trace(trace))
+    curation.finish_reading()
+    curation.decide()
+    kept: list[str] = []
+    groups: list[str] = []
+    curation.write(kept.append, groups.append)
+    curation.close()
+    return kept, groups
+
+
+def in_memory(
+    traces: Sequence[Any], similarity: float, **settings: Any
+) -> tuple[list[str], list[str]]:
+    result = curate(
+        traces,
+        embedder=settings.pop("embedder", HashingEmbedder()),
+        similarity=similarity,
+        **settings,
+    )
+    return [t.to_json() for t in result.kept], [dumps(g.to_dict()) for g in result.groups]
+
+
+@pytest.mark.parametrize("similarity", [0.8, 0.9])
+def test_streaming_equals_curate_on_2000_traces_in_any_order(
+    tmp_path: Path, similarity: float
+) -> None:
+    traces = synthetic(2000)
+    reference = in_memory(traces, similarity)
+    assert streamed(traces, tmp_path / "a", similarity) == reference
+    shuffled = traces[:]
+    random.Random(3).shuffle(shuffled)
+    kept, groups = streamed(shuffled, tmp_path / "b", similarity)
+    assert groups == reference[1]
+    assert sorted(kept) == sorted(reference[0])
+    order = [t["id"] for t in shuffled]
+    assert [json.loads(line)["id"] for line in kept] == [
+        i for i in order if i in {json.loads(line)["id"] for line in kept}
+    ]
+
+
+def test_hnsw_lists_give_the_same_decisions_as_exact_blocks(tmp_path: Path) -> None:
+    traces = synthetic(2000, seed=5)
+    assert streamed(traces, tmp_path / "ann", 0.8, ann_from=100) == in_memory(traces, 0.8)
+
+
+def test_the_hnsw_lists_are_the_same_in_every_run(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((300, 32)).astype(np.float32)
+    rows = np.repeat(base, 10, axis=0) + 0.05 * rng.standard_normal((3000, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    lists = []
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        found = near_lists(rows, 0.95, tmp_path / name, ann_from=0)
+        lists.append([found.of(p) for p in range(len(rows))])
+    assert lists[0] == lists[1]
+    exact = near_lists(rows, 0.95, tmp_path, ann_from=10**9)
+    assert lists[0] == [exact.of(p) for p in range(len(rows))]
+
+
+class _Table:
+    """Each text's vector looked up in a table: the geometry chosen by the test."""
+
+    name = "table"
+
+    def __init__(self, table: dict[str, npt.NDArray[np.float32]]) -> None:
+        self.table = table
+        self.dimensions = len(next(iter(table.values())))
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.asarray([self.table[t] for t in texts], dtype=np.float32)
+
+
+def test_a_chain_of_similar_pairs_does_not_join_its_ends(tmp_path: Path) -> None:
+    # a ~ b ~ c ~ d, each pair at cosine ~0.96, a and d far apart: a keeps b only.
+    angles = [0.0, 0.28, 0.56, 0.84]
+    vectors = [[float(np.cos(t)), float(np.sin(t)), 0.0] for t in angles]
+    traces = [
+        make_trace(trace_id=f"kp:trace:v{i}", objective=f"objective v{i}", confidence=c)
+        for i, c in enumerate([0.9, 0.5, 0.5, 0.5])
+    ]
+    embedder = _Table(
+        {
+            kp.parse_trace(t).embedding_text: np.asarray(v, np.float32)
+            for t, v in zip(traces, vectors)
+        }
+    )
+    kept, groups = streamed(traces, tmp_path, 0.95, embedder=embedder)
+    assert [json.loads(line)["id"] for line in kept] == ["kp:trace:v0", "kp:trace:v2"]
+    first = json.loads(groups[0])
+    assert first["kept"] == "kp:trace:v0"
+    assert [d["id"] for d in first["duplicates"]] == ["kp:trace:v1"]
+    # The similarity in the groups file is to the kept trace.
+    assert first["duplicates"][0]["similarity"] == round(float(np.cos(0.28)), 6)
+    assert (kept, groups) == in_memory(traces, 0.95, embedder=embedder)
+
+
+def test_a_knowledge_base_counts_as_seen_as_in_curate(tmp_path: Path) -> None:
+    traces = synthetic(400, seed=2)
+    identity = EmbeddingIdentity(model="hashing", dimensions=384)
+    with open_knowledge_base(tmp_path / "kb.sqlite", identity) as kb:
+        kp.Scorer(embedder=HashingEmbedder(), memory=kb).score_many(traces[:40])
+        reference = in_memory(traces, 0.8, kb=kb)
+        assert streamed(traces, tmp_path / "w", 0.8, kb=kb) == reference
+    assert any(
+        '"stored"' in line or "already in the knowledge base" in line for line in reference[1]
+    )
+
+
+def run_child(*args: str, delay: float = 0.0) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "KP_TEST_EMBED_DELAY": str(delay)}
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def write_pile(path: Path, traces: Sequence[Any]) -> None:
+    path.write_text("".join(json.dumps(t) + "\n" for t in traces))
+
+
+def test_kp_curate_streams_to_the_same_files_and_cleans_its_work_dir(tmp_path: Path) -> None:
+    traces = synthetic(2000, seed=9)
+    source = tmp_path / "pile.jsonl"
+    write_pile(source, traces)
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    process = run_child(
+        "curate", str(source), "-o", str(kept), "--groups", str(groups), "--similarity", "0.8"
+    )
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()
+    reference = in_memory(traces, 0.8)
+    assert kept.read_text().splitlines() == reference[0]
+    assert groups.read_text().splitlines() == reference[1]
+    text = err.decode()
+    assert "records in: 2000 = processed 2000 + rejected 0" in text
+    assert "took " in text and " traces/s): read " in text and ", write " in text
+    assert not (tmp_path / ".kept.jsonl.kp-curate").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_run_keeps_its_embeddings_for_the_next(tmp_path: Path, sig: int) -> None:
+    traces = synthetic(3000, seed=4)
+    source = tmp_path / "pile.jsonl"
+    write_pile(source, traces)
+    kept, groups, work = tmp_path / "kept.jsonl", tmp_path / "g.jsonl", tmp_path / "work"
+    args = (
+        "curate",
+        str(source),
+        "-o",
+        str(kept),
+        "--groups",
+        str(groups),
+        "--work-dir",
+        str(work),
+    )
+    process = run_child(*args, "--similarity", "0.8", "--batch-size", "16", delay=0.05)
+    vectors = work / "vectors.f32"
+    deadline = time.monotonic() + 120
+    while (
+        not vectors.exists() or vectors.stat().st_size < 50 * 16 * 384 * 4
+    ) and time.monotonic() < deadline:
+        assert process.poll() is None
+        time.sleep(0.02)
+    process.send_signal(sig)
+    _, err_bytes = process.communicate(timeout=60)
+    err = err_bytes.decode()
+    assert process.returncode == 128 + sig, err
+    assert "records in: " in err and "= processed 0 + rejected 0 + not processed" in err
+    assert "interrupted before curating: nothing was written; " in err
+    assert f"embeddings are kept in {work} for the next run" in err
+    assert not kept.exists() and not groups.exists()
+    spooled = vectors.stat().st_size // (384 * 4)
+    assert 50 * 16 <= spooled < 3000
+    assert not (work / "traces.jsonl").exists()  # scratch files go; vectors stay
+
+    again = run_child(*args, "--similarity", "0.8")
+    _, err_bytes = again.communicate(timeout=300)
+    err = err_bytes.decode()
+    assert again.returncode == 0, err
+    assert f"embeddings: {spooled:,} reused from an earlier run, {3000 - spooled:,} made" in err
+    assert kept.read_text().splitlines() == in_memory(traces, 0.8)[0]
+    assert not work.exists()
+
+
+#: Peak RSS allowed to kp curate on 10^5 traces (docs/performance.md has the measured figure).
+PEAK_RSS_MIB = 512
+
+
+@pytest.mark.slow
+def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path) -> None:
+    source = tmp_path / "pile.jsonl"
+    with source.open("w") as out:
+        for start in range(0, 100_000, 10_000):
+            for trace in synthetic(10_000, seed=start)[:]:
+                trace["id"] = f"{trace['id']}-{start}"
+                out.write(json.dumps(trace) + "\n")
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    process = run_child(
+        "curate", str(source), "-o", str(kept), "--groups", str(groups), "--similarity", "0.9"
+    )
+    _, err = process.communicate(timeout=3600)
+    assert process.returncode == 0, err.decode()
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+    assert before / 1024 < PEAK_RSS_MIB  # no earlier child already above the bound
+    assert peak_mib < PEAK_RSS_MIB, err.decode()
+    assert "records in: 100000 = processed 100000 + rejected 0" in err.decode()
