@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._schema import ReasoningTrace, parse_trace
-from ..scoring._curation import DEFAULT_SIMILARITY, CurationResult, curate
+from .._schema import ReasoningTrace
+from ..scoring._curation import DEFAULT_SIMILARITY, CurationResult, curate, distinct_traces
 from ..scoring._profiles import ProfileRegistry
 from ._cluster import import_ray
 from ._workers import EmbedPool, PrecomputedEmbedder
@@ -46,13 +46,7 @@ def curate_on_ray(
         name: the embedder's name.
     """
     ray = import_ray()
-    pile: list[ReasoningTrace] = []
-    seen: set[str] = set()
-    for item in traces:
-        trace = parse_trace(item)
-        if trace.id not in seen:
-            seen.add(trace.id)
-            pile.append(trace)
+    pile = distinct_traces(traces)
     # The order curate embeds in (by id), in the batches it embeds.
     texts = [trace.embedding_text for trace in sorted(pile, key=lambda t: t.id)]
     batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from ..memory._cache import exact_rows
 
-__all__ = ["ANN_THRESHOLD", "VectorIndex"]
+__all__ = ["ANN_THRESHOLD", "VectorIndex", "usearch_available"]
 
 logger = logging.getLogger("knowledgepulse")
 
@@ -171,7 +171,7 @@ class VectorIndex:
             return False
         if self.mode == "auto" and self._size < self.ann_threshold:
             return False
-        return _usearch_available()
+        return usearch_available()
 
     def _nearest_ann(self, queries: FloatArray, k: int) -> list[list[tuple[int, float]]]:
         index = self._ann_index()
@@ -262,7 +262,8 @@ def _exact_order(
 _usearch: bool | None = None
 
 
-def _usearch_available() -> bool:
+def usearch_available() -> bool:
+    """Whether usearch is installed (asked once per process, imported only when asked)."""
     global _usearch
     if _usearch is None:
         try:

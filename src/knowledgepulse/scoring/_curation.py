@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-__all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate"]
+__all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate", "distinct_traces"]
 
 #: Cosine similarity from which two traces are near-duplicates, by default: the one threshold
 #: (``NEAR_DUPLICATE``, where the measurement behind it is said).
@@ -159,7 +159,7 @@ def curate(
     """
     check_settings(similarity, candidate_similarity, first_pass is not None, kb is not None)
     registry = profiles if profiles is not None else global_registry().copy()
-    pile = _distinct(traces)
+    pile = distinct_traces(traces)
     if not pile:
         return CurationResult(kept=[], groups=[], similarity=similarity)
     # Canonical order (by id): the index, and so every neighbour list, ignores input order.
@@ -216,7 +216,7 @@ def check_settings(
         )
 
 
-def _distinct(traces: Iterable[ReasoningTrace | Mapping[str, Any]]) -> list[ReasoningTrace]:
+def distinct_traces(traces: Iterable[ReasoningTrace | Mapping[str, Any]]) -> list[ReasoningTrace]:
     """The traces, validated, the first of each id only."""
     pile: list[ReasoningTrace] = []
     seen: set[str] = set()

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..kb._index import usearch_available
 from ..memory._cache import exact_rows
 
 __all__ = ["ANN_FROM", "NearLists", "near_lists"]
@@ -128,7 +129,7 @@ def near_lists(
     """
     lists = NearLists(matrix, similarity, directory)
     try:
-        if matrix.shape[0] >= ann_from and _usearch_available():
+        if matrix.shape[0] >= ann_from and usearch_available():
             _fill_ann(lists, progress)
         else:
             _fill_exact(lists, progress)
@@ -258,18 +259,3 @@ def _ann_near(
     if candidates.size >= keys.size and bool((cosines >= similarity).all()):
         return None
     return candidates, cosines
-
-
-_usearch: bool | None = None
-
-
-def _usearch_available() -> bool:
-    global _usearch
-    if _usearch is None:
-        try:
-            import usearch.index  # noqa: F401
-        except ImportError:
-            _usearch = False
-        else:
-            _usearch = True
-    return _usearch
