@@ -2,12 +2,15 @@
 
 Run as ``python tests/scoring/curate_child.py ARGS...`` (the arguments after ``kp``). With
 ``KP_TEST_EMBED_DELAY`` set, each embedding call sleeps that many seconds, so that a test
-can stop the run while it embeds. The child's peak RSS is what the memory tests measure.
+can stop the run while it embeds. With ``KP_TEST_PEAK_RSS_FILE`` set, the child writes its own
+peak RSS (KiB) there as it ends: what the memory tests measure (the parent's
+``RUSAGE_CHILDREN`` would also hold every earlier child of the test process).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -45,7 +48,12 @@ def main() -> int:
         )
 
     embedding.choose_embedder = choose
-    return int(kp_main())  # argv from the command line: kp is the process
+    try:
+        return int(kp_main())  # argv from the command line: kp is the process
+    finally:
+        peak_file = os.environ.get("KP_TEST_PEAK_RSS_FILE")
+        if peak_file:
+            Path(peak_file).write_text(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
 
 
 if __name__ == "__main__":
