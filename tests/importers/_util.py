@@ -29,3 +29,17 @@ def assert_round_trips(trace: ReasoningTrace) -> None:
     again = ReasoningTrace.model_validate(data)
     assert again.to_dict() == data
     assert ReasoningTrace.model_validate_json(trace.to_json()).to_dict() == data
+
+
+def import_twice(fixture: Path, tmp_path: Path) -> list[bytes]:
+    """``kp import --from auto`` of ``fixture`` run twice: the two outputs' bytes. Each run
+    exits 0 or 1 (some fixtures hold records that are rightly refused), never 2 or worse."""
+    from knowledgepulse.cli import main
+
+    outputs = []
+    for n in range(2):
+        out = tmp_path / f"out{n}.jsonl"
+        code = main(["import", str(fixture), "--from", "auto", "-o", str(out), "--quiet"])
+        assert code in (0, 1)
+        outputs.append(out.read_bytes())
+    return outputs

@@ -14,7 +14,7 @@ import pytest
 
 from knowledgepulse.cli import main
 
-from ._util import DATA
+from ._util import DATA, import_twice
 from .test_fixture_folders import FOLDERS
 from .test_harness_formats import FORMAT_DIRS
 
@@ -45,12 +45,7 @@ def test_every_fixture_folder_is_checked() -> None:
 def test_importing_twice_gives_identical_bytes(
     fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    outputs = []
-    for n in range(2):
-        out = tmp_path / f"out{n}.jsonl"
-        code = main(["import", str(fixture), "--from", "auto", "-o", str(out), "--quiet"])
-        assert code in (0, 1)
-        outputs.append(out.read_bytes())
+    outputs = import_twice(fixture, tmp_path)
     _out, err = capsys.readouterr()
     assert "Traceback" not in err
     assert outputs[0] == outputs[1]

@@ -21,7 +21,7 @@ from knowledgepulse.cli import main
 from knowledgepulse.importers import read_traces, read_traces_from_paths
 from knowledgepulse.io._reader import iter_records
 
-from ._util import DATA
+from ._util import DATA, import_twice
 
 UPDATE = os.environ.get("KP_UPDATE_GOLDEN") == "1"
 NOW = "<now>"
@@ -93,12 +93,7 @@ def test_auto_detection_picks_the_folders_format_only(fixture: Path) -> None:
 def test_importing_twice_gives_identical_bytes(
     fixture: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    outputs = []
-    for n in range(2):
-        out = tmp_path / f"out{n}.jsonl"
-        code = main(["import", str(fixture), "--from", "auto", "-o", str(out), "--quiet"])
-        assert code in (0, 1)
-        outputs.append(out.read_bytes())
+    outputs = import_twice(fixture, tmp_path)
     capsys.readouterr()
     assert outputs[0] == outputs[1]
     assert outputs[0]  # every fixture holds at least one trace
