@@ -276,3 +276,27 @@ def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path) -> Non
     peak_mib = int(peak_file.read_text()) / 1024  # the child's own ru_maxrss, KiB on Linux
     assert peak_mib < PEAK_RSS_MIB, err.decode()
     assert "records in: 100000 = processed 100000 + rejected 0" in err.decode()
+
+
+def test_texts_repeated_within_a_run_are_embedded_once_and_not_called_reused(
+    tmp_path: Path,
+) -> None:
+    # A fresh work dir holds no earlier run: a text met twice in this run (other ids, same
+    # steps) is embedded once, and nothing is "reused from an earlier run".
+    from knowledgepulse.scoring._stream_curation import StreamingCuration
+
+    traces = synthetic(40, seed=3)
+    copies = [{**trace, "id": f"{trace['id']}-again"} for trace in traces[:10]]
+    calls: list[int] = []
+
+    class Counting(HashingEmbedder):
+        def embed(self, texts: Any) -> Any:
+            calls.append(len(texts))
+            return super().embed(texts)
+
+    curation = StreamingCuration(tmp_path / "work", embedder=Counting(), batch_size=64)
+    for data in traces + copies:  # one batch: the copies meet their originals inside it
+        curation.add(kp.ReasoningTrace.model_validate(data))
+    curation.finish_reading()
+    assert (curation.embedded, curation.reused, sum(calls)) == (40, 0, 40)
+    curation.close()

@@ -102,7 +102,7 @@ class StreamingCuration:
         self._pending: list[tuple[int, ReasoningTrace, str]] = []
         self.repeated = 0  # traces whose id came earlier
         self.embedded = 0  # texts embedded in this run
-        self.reused = 0  # texts whose vector an earlier run left in the spool
+        self.reused = 0  # traces whose vector an earlier run left in the spool
         self.kept: np.ndarray[Any, np.dtype[np.bool_]] = np.zeros(0, dtype=bool)
         self.groups = 0
         self.dropped = 0
@@ -134,13 +134,20 @@ class StreamingCuration:
         if not pending:
             return
         digests = [text_digest(text) for _, _, text in pending]
-        missing = [i for i, digest in enumerate(digests) if self.spool.row_of(digest) is None]
-        self.reused += len(pending) - len(missing)
+        # Each text without a vector yet, once: a text met again in this run (same steps, other
+        # id) takes the row made for it, and only rows an earlier run left count as reused.
+        missing: dict[bytes, str] = {}
+        for digest, (_, _, text) in zip(digests, pending):
+            row = self.spool.row_of(digest)
+            if row is None:
+                missing.setdefault(digest, text)
+            elif row < self.spool.stored_before:
+                self.reused += 1
         if missing:
             started = time.perf_counter()
-            vectors = unit_rows(self.embedder.embed([pending[i][2] for i in missing]))
+            vectors = unit_rows(self.embedder.embed(list(missing.values())))
             self.timings.embed += time.perf_counter() - started
-            self.spool.append([digests[i] for i in missing], vectors)
+            self.spool.append(list(missing), vectors)
             self.embedded += len(missing)
         rows = [self.spool.row_of(digest) for digest in digests]
         nearest: list[tuple[str, float] | None] = [None] * len(pending)
