@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -144,3 +146,20 @@ def profile_registry(profiles: Path | None) -> ProfileRegistry:
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     return registry
+
+
+def option_groups(**groups: type) -> Callable[[F], F]:
+    """Gather a command's options into frozen dataclasses: ``name=Class`` passes the command
+    ``name``, a ``Class`` made of the options named as its fields. The options stay declared
+    one by one, so ``--help`` lists them in the order they are declared."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def command(**values: Any) -> Any:
+            for name, group in groups.items():
+                values[name] = group(**{f.name: values.pop(f.name) for f in fields(group)})
+            return function(**values)
+
+        return command  # type: ignore[return-value]
+
+    return decorate

@@ -17,6 +17,7 @@ from ._options import (
     PATHS_HELP,
     from_option,
     max_errors_option,
+    option_groups,
     output_option,
     override_options,
     paths_argument,
@@ -32,7 +33,6 @@ from ._score_run import (
     ScoringChoices,
     SinkChoices,
     open_engine,
-    option_groups,
     plan_score,
 )
 

@@ -9,12 +9,11 @@ tally, the summary and the sinks take each trace together, so a stop leaves them
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack, closing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
     from ..scoring._profiles import ProfileRegistry
     from ..scoring._run import ScoredTrace, ScoredUnit, ScoringEngine
     from ..scoring._scorer import Remember
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 # -- the option groups ---------------------------------------------------------------------
@@ -107,23 +104,6 @@ class SinkChoices:
     junit: str | None
     group_by: str | None
     otel_endpoint: str | None
-
-
-def option_groups(**groups: type) -> Callable[[F], F]:
-    """Gather a command's options into frozen dataclasses: ``name=Class`` passes the command
-    ``name``, a ``Class`` made of the options named as its fields. The options stay declared
-    one by one, so ``--help`` lists them in the order they are declared."""
-
-    def decorate(function: F) -> F:
-        @functools.wraps(function)
-        def command(**values: Any) -> Any:
-            for name, group in groups.items():
-                values[name] = group(**{f.name: values.pop(f.name) for f in fields(group)})
-            return function(**values)
-
-        return command  # type: ignore[return-value]
-
-    return decorate
 
 
 # -- before anything is read -----------------------------------------------------------------
