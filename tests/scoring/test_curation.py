@@ -147,7 +147,11 @@ def test_kp_curate_first_pass_static_proposes_and_minilm_decides(
     _, err = capsys.readouterr()
     assert asked == ["auto", "static"]
     assert "traces: 18   kept 6   dropped 12 as near-duplicates (cosine ≥ 0.8) in 6 groups" in err
-    assert "first pass: 20 candidate pairs; MiniLM embedded 18 of 18 traces" in err
+    assert (
+        "first pass: 20 candidate pairs (static cosine ≥ 0.8); HashingEmbedder decided them, "
+        "embedding 18 of 18 traces" in err
+    )
+    assert not (tmp_path / ".kept.jsonl.kp-curate").exists()  # streamed, and cleaned up
 
 
 @pytest.mark.parametrize(

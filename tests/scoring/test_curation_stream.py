@@ -95,6 +95,70 @@ def test_streaming_equals_curate_on_2000_traces_in_any_order(
     ]
 
 
+class CoarseEmbedder(HashingEmbedder):
+    """A first pass for the tests: the same words hashed into fewer buckets, so that pairs look
+    more alike to it than to the decider (it proposes more than the decider keeps)."""
+
+    name = "CoarseEmbedder"
+
+    def __init__(self) -> None:
+        super().__init__(48)
+
+
+@pytest.mark.parametrize("ann_from", [50_000, 500])
+def test_a_streaming_first_pass_decides_as_curate_does(tmp_path: Path, ann_from: int) -> None:
+    traces = synthetic(2000, seed=3)
+    settings: dict[str, Any] = {"first_pass": CoarseEmbedder(), "candidate_similarity": 0.88}
+    expected = in_memory(traces, 0.9, **settings)
+    decider = HashingEmbedder()
+    work = tmp_path / "work"
+    curation = StreamingCuration(
+        work, embedder=decider, similarity=0.9, ann_from=ann_from, **settings
+    )
+    for trace in reversed(traces):
+        curation.add(kp.parse_trace(trace))
+    curation.finish_reading()
+    phases: list[str] = []
+    curation.decide(progress=lambda done, total, phase: phases.append(phase))
+    kept: list[str] = []
+    groups: list[str] = []
+    curation.write(kept.append, groups.append)
+    curation.close()
+    assert sorted(kept) == sorted(expected[0])
+    assert groups == expected[1]
+    assert curation.candidate_pairs > 0
+    # The decider embedded only traces the walk asked about: fewer than the pile.
+    assert 0 < curation.decided_embedded < len(traces)
+    assert curation.decider_spool is not None
+    assert curation.decider_spool.size == curation.decided_embedded
+    assert phases[0] == "search" and phases[-1] == "decide"
+
+
+def test_the_deciders_vectors_are_kept_for_the_next_run_of_the_work_dir(tmp_path: Path) -> None:
+    traces = synthetic(400, seed=5)
+    settings: dict[str, Any] = {"first_pass": CoarseEmbedder(), "candidate_similarity": 0.88}
+    runs = []
+    for _ in range(2):  # the same work dir, as after a stop (scratch files discarded)
+        curation = StreamingCuration(
+            tmp_path / "work", embedder=HashingEmbedder(), similarity=0.9, **settings
+        )
+        for trace in traces:
+            curation.add(kp.parse_trace(trace))
+        curation.finish_reading()
+        curation.decide()
+        kept: list[str] = []
+        curation.write(kept.append, lambda line: None)
+        curation.close()
+        curation.discard_scratch()
+        runs.append((kept, curation.decided_embedded, curation.decided_reused, curation.reused))
+    (kept_first, made, reused_first, _), (kept_second, made_again, reused, first_pass_reused) = runs
+    assert kept_second == kept_first
+    assert made > 0 and reused_first == 0
+    # Nothing embedded again; reused counts traces (two traces of one text share a vector).
+    assert (made_again, first_pass_reused) == (0, len(traces))
+    assert made <= reused <= len(traces)
+
+
 def test_hnsw_lists_give_the_same_decisions_as_exact_blocks(tmp_path: Path) -> None:
     traces = synthetic(2000, seed=5)
     assert streamed(traces, tmp_path / "ann", 0.8, ann_from=100) == in_memory(traces, 0.8)

@@ -159,7 +159,7 @@ def curate_command(
         quiet=quiet,
         console=stderr_console(),
     )
-    if engine == "ray" or first_pass != "none":
+    if engine == "ray":
         raise click.exceptions.Exit(_curate_in_memory(job))
     raise click.exceptions.Exit(_curate_streaming(job))
 
@@ -271,6 +271,8 @@ def _curate_streaming(job: _Job) -> int:
             kb=job.open_base(stack),
             profiles=job.registry,
             batch_size=job.batch_size,
+            first_pass=_first_pass(job),
+            candidate_similarity=job.candidate_similarity,
         )
         stack.callback(curation.close)
         run = job.run(stack)
@@ -292,7 +294,8 @@ def _curate_streaming(job: _Job) -> int:
                 "interrupted before curating: nothing was written" + _kept_note(job, curation),
             )
         run.stop_display()
-        with run, phase_progress(job.console, not job.quiet, "finding near-duplicates") as shown:
+        phases = {"search": "finding near-duplicates", "decide": "deciding candidates"}
+        with run, phase_progress(job.console, not job.quiet, phases) as shown:
             curation.decide(progress=shown)
         if tally.interrupted:
             return _stopped(
@@ -318,14 +321,28 @@ def _curate_streaming(job: _Job) -> int:
                 f"{curation.embedded:,} made",
                 highlight=False,
             )
+        if curation.first_pass is not None:
+            _say_first_pass(job, curation)
         job.console.print(took_line(curation.timings, len(curation)), highlight=False)
     return int(tally.exit_code())
+
+
+def _say_first_pass(job: _Job, curation: Any) -> None:
+    decided = curation.decided_embedded + curation.decided_reused
+    line = (
+        f"first pass: {curation.candidate_pairs:,} candidate pairs (static cosine ≥ "
+        f"{curation.candidate_similarity:g}); {curation.embedder.name} decided them, "
+        f"embedding {decided:,} of {len(curation):,} traces"
+    )
+    if curation.decided_reused:
+        line += f" ({curation.decided_reused:,} reused from an earlier run)"
+    job.console.print(line, highlight=False, markup=False)
 
 
 def _kept_note(job: _Job, curation: Any) -> str:
     curation.close()
     curation.discard_scratch()  # what a re-run makes again anyway: only the vectors stay
-    return f"; {curation.spool.size:,} embeddings are kept in {job.work_dir} for the next run"
+    return f"; {curation.stored_vectors:,} embeddings are kept in {job.work_dir} for the next run"
 
 
 def took_line(timings: Any, traces: int) -> str:
@@ -347,8 +364,12 @@ def _say_result(job: _Job, distinct: int, kept: int, dropped: int, groups: int) 
 
 
 @contextmanager
-def phase_progress(console: Any, enabled: bool, label: str) -> Iterator[Callable[[int, int], None]]:
-    """A bar with the time left on stderr when it is a terminal; yields ``shown(done, total)``."""
+def phase_progress(
+    console: Any, enabled: bool, labels: dict[str, str]
+) -> Iterator[Callable[[int, int, str], None]]:
+    """A bar with the time left on stderr when it is a terminal; yields
+    ``shown(done, total, phase)``, the bar labelled ``labels[phase]`` (a new phase restarts
+    the bar, so its time left is the phase's own)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -359,7 +380,7 @@ def phase_progress(console: Any, enabled: bool, label: str) -> Iterator[Callable
     )
 
     progress = Progress(
-        TextColumn(f"[bold]{label}"),
+        TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -370,17 +391,21 @@ def phase_progress(console: Any, enabled: bool, label: str) -> Iterator[Callable
         disable=not (enabled and console.is_terminal),
     )
     with progress:
-        task = progress.add_task(label, total=None)
+        tasks: dict[str, Any] = {}
 
-        def shown(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+        def shown(done: int, total: int, phase: str) -> None:
+            if phase not in tasks:
+                for earlier in tasks.values():
+                    progress.update(earlier, visible=False)
+                tasks[phase] = progress.add_task(labels.get(phase, phase), total=total)
+            progress.update(tasks[phase], completed=done, total=total)
 
         yield shown
 
 
 def _curate_in_memory(job: _Job) -> int:
-    """``--engine ray`` and ``--first-pass static``: every trace is read into memory first."""
-    from ..scoring._curation import curate
+    """``--engine ray``: every trace is read into memory first."""
+    from ..distributed._cli import ray_curate
 
     pile: list[Any] = []
     console = job.console
@@ -399,29 +424,16 @@ def _curate_in_memory(job: _Job) -> int:
         job.say_embedder()
         read, tally.processed = tally.processed, 0
         with run:
-            if job.engine == "ray":
-                from ..distributed._cli import ray_curate
-
-                result = ray_curate(
-                    stack,
-                    pile,
-                    job.chosen.embedder,
-                    job.address,
-                    job.workers,
-                    similarity=job.threshold,
-                    kb=base,
-                    profiles=job.registry,
-                )
-            else:
-                result = curate(
-                    pile,
-                    embedder=job.chosen.embedder,
-                    similarity=job.threshold,
-                    batch_size=job.batch_size,
-                    profiles=job.registry,
-                    first_pass=_first_pass(job),
-                    candidate_similarity=job.candidate_similarity,
-                )
+            result = ray_curate(
+                stack,
+                pile,
+                job.chosen.embedder,
+                job.address,
+                job.workers,
+                similarity=job.threshold,
+                kb=base,
+                profiles=job.registry,
+            )
             tally.processed = read
         if tally.interrupted:
             return _stopped(job, tally, "interrupted while curating: nothing was written")
@@ -437,12 +449,6 @@ def _curate_in_memory(job: _Job) -> int:
         console.print(tally.accounting(), highlight=False)
         distinct = len(result.values)
         _say_result(job, distinct, len(result.kept), result.dropped, len(result.groups))
-        if result.embedded is not None:
-            console.print(
-                f"first pass: {result.candidate_pairs:,} candidate pairs; MiniLM embedded "
-                f"{result.embedded:,} of {distinct:,} traces",
-                highlight=False,
-            )
         if len(pile) > distinct:
             console.print(f"repeated ids: {len(pile) - distinct} traces read twice counted once")
     return int(tally.exit_code())

@@ -411,7 +411,9 @@ def _tiered_neighbours(
     The candidate search is exact (blocks of rows against the whole pile): no candidate is lost
     to an approximate index, and memory stays at a block of similarities.
     """
-    cheap = _embed(first_pass, canonical, batch_size)
+    # Exact cosines decide the candidates too: a pair at the threshold is a candidate or not
+    # whatever the CPU's float32 kernels, as in the streaming run's lists.
+    cheap = exact_rows(_embed(first_pass, canonical, batch_size))
     n = cheap.shape[0]
     in_pair = np.zeros(n, dtype=bool)
     pairs = 0

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LineSpool", "VectorSpool", "text_digest"]
+__all__ = ["DECIDER_DIR", "LineSpool", "VectorSpool", "text_digest"]
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -155,11 +155,17 @@ class LineSpool:
 SCRATCH_FILES = ("traces.jsonl", "canonical.f32", "near.pos", "near.cos", "groups.jsonl")
 #: Every file a streaming curation writes in its work directory.
 WORK_FILES = (_META, _VECTORS, _KEYS, *SCRATCH_FILES)
+#: The sub-directory holding the deciding embedder's vectors when a first pass proposes.
+DECIDER_DIR = "decider"
 
 
 def remove_work_dir(directory: Path) -> None:
     """Remove the files a finished run wrote in ``directory``, and the directory once empty
     (nothing else in it is touched: it may be a directory the user named)."""
+    for name in (_META, _VECTORS, _KEYS):
+        (directory / DECIDER_DIR / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        (directory / DECIDER_DIR).rmdir()
     for name in WORK_FILES:
         (directory / name).unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # something else is in it: it stays

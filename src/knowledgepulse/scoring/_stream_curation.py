@@ -10,6 +10,14 @@ out in id order, the near-duplicate lists are made on disk
 (:func:`~knowledgepulse.scoring._nearby.near_lists`) and the same walk as ``curate`` decides,
 its groups written as they close. The kept lines are then copied from the line spool in input
 order. Memory holds a few numbers per trace and one block of vectors.
+
+With a ``first_pass`` embedder (the static embedder), the vectors read are the first pass's:
+the lists hold the candidate pairs (first-pass cosine ≥ ``candidate_similarity``), and the walk
+asks the deciding embedder (MiniLM) only about the candidates of each leader still unassigned
+(:class:`_Decider`): a candidate is a near-duplicate when its cosine to the leader is ≥
+``similarity``. A trace is embedded by the decider only when the walk asks about it; its vector
+goes to a second spool in the work directory, kept across stops as the first one is. The
+decisions are those of ``curate(first_pass=...)``.
 """
 
 from __future__ import annotations
@@ -25,24 +33,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._schema import ReasoningTrace
+from ..memory._cache import exact_rows
 from ._curation import (
     DEFAULT_SIMILARITY,
+    candidate_threshold,
     check_settings,
     stored_groups,
     trace_value,
     unit_rows,
     walk,
 )
-from ._nearby import ANN_FROM, near_lists, release
+from ._nearby import ANN_FROM, NearLists, near_lists, release
 from ._profiles import ProfileRegistry, global_registry
-from ._spool import SCRATCH_FILES, LineSpool, VectorSpool, text_digest
+from ._spool import DECIDER_DIR, SCRATCH_FILES, LineSpool, VectorSpool, text_digest
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
 __all__ = ["StreamingCuration", "Timings"]
 
-Progress = Callable[[int, int], None]  # (done, total)
+#: ``(done, total, phase)``: the phase is "search" (the lists) or "decide" (the tiered walk).
+Progress = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -68,6 +79,11 @@ class StreamingCuration:
         profiles: domain weights (default: the registered profiles).
         batch_size: texts embedded per call.
         ann_from: traces from which an HNSW index proposes neighbours.
+        first_pass: a cheap embedder whose vectors propose candidate pairs; ``embedder`` then
+            decides each candidate pair, embedding only the traces it is asked about. Not
+            with ``kb``.
+        candidate_similarity: the first pass's cosine from which a pair is a candidate
+            (default :func:`~knowledgepulse.scoring._curation.candidate_threshold`).
     """
 
     def __init__(
@@ -80,16 +96,35 @@ class StreamingCuration:
         profiles: ProfileRegistry | None = None,
         batch_size: int = 64,
         ann_from: int = ANN_FROM,
+        first_pass: Any = None,
+        candidate_similarity: float | None = None,
     ) -> None:
-        check_settings(similarity, None, False, kb is not None)
+        check_settings(similarity, candidate_similarity, first_pass is not None, kb is not None)
         self.work_dir = work_dir
         self.embedder = embedder
+        self.first_pass = first_pass
+        self.candidate_similarity: float | None = None
+        if first_pass is not None:
+            self.candidate_similarity = (
+                candidate_similarity
+                if candidate_similarity is not None
+                else candidate_threshold(similarity)
+            )
+        # The vectors made while reading: the first pass's when there is one.
+        self.reading_embedder = first_pass if first_pass is not None else embedder
         self.similarity = similarity
         self.kb = kb
         self.registry = profiles if profiles is not None else global_registry().copy()
         self.batch_size = batch_size
         self.ann_from = ann_from
-        self.spool = VectorSpool(work_dir, embedder.name, int(embedder.dimensions))
+        self.spool = VectorSpool(
+            work_dir, self.reading_embedder.name, int(self.reading_embedder.dimensions)
+        )
+        self.decider_spool: VectorSpool | None = None
+        if first_pass is not None:
+            self.decider_spool = VectorSpool(
+                work_dir / DECIDER_DIR, embedder.name, int(embedder.dimensions)
+            )
         self.lines = LineSpool(work_dir / "traces.jsonl")
         self.timings = Timings()
         self.ids: list[str] = []
@@ -101,8 +136,11 @@ class StreamingCuration:
         self._stored: dict[int, tuple[str, float]] = {}  # near-duplicates of stored traces
         self._pending: list[tuple[int, ReasoningTrace, str]] = []
         self.repeated = 0  # traces whose id came earlier
-        self.embedded = 0  # texts embedded in this run
+        self.embedded = 0  # texts embedded in this run (by the first pass when there is one)
         self.reused = 0  # traces whose vector an earlier run left in the spool
+        self.decided_embedded = 0  # with a first pass: texts the decider embedded in this run
+        self.decided_reused = 0  # ... and the decider's vectors an earlier run left
+        self.candidate_pairs = 0  # with a first pass: listed candidate pairs
         self.kept: np.ndarray[Any, np.dtype[np.bool_]] = np.zeros(0, dtype=bool)
         self.groups = 0
         self.dropped = 0
@@ -145,7 +183,7 @@ class StreamingCuration:
                 self.reused += 1
         if missing:
             started = time.perf_counter()
-            vectors = unit_rows(self.embedder.embed(list(missing.values())))
+            vectors = unit_rows(self.reading_embedder.embed(list(missing.values())))
             self.timings.embed += time.perf_counter() - started
             self.spool.append(list(missing), vectors)
             self.embedded += len(missing)
@@ -170,15 +208,18 @@ class StreamingCuration:
 
     def decide(self, progress: Progress | None = None) -> None:
         """Find the near-duplicates and group them; the groups go to the work directory."""
-        started = time.perf_counter()
+        started, embed_before = time.perf_counter(), self.timings.embed
         n = len(self.ids)
         order = np.array(sorted(range(n), key=self.ids.__getitem__), dtype=np.int64)
         matrix = self._canonical_matrix(order)
+        threshold = self.similarity
+        if self.candidate_similarity is not None:
+            threshold = self.candidate_similarity
         lists = near_lists(
             matrix,
-            self.similarity,
+            threshold,
             self.work_dir,
-            progress=None if progress is None else (lambda done: progress(done, n)),
+            progress=None if progress is None else (lambda done: progress(done, n, "search")),
             ann_from=self.ann_from,
         )
         ids = [self.ids[i] for i in order.tolist()]
@@ -191,18 +232,30 @@ class StreamingCuration:
         assigned = np.zeros(n, dtype=bool)
         by_stored = stored_groups(ids, values.tolist(), stored, self.similarity, assigned)
         self.kept = np.zeros(n, dtype=bool)  # by read order
+        neighbours_of: Callable[[int], list[tuple[int, float]]] = lists.of
+        decider = None
+        if self.first_pass is not None:
+            self.candidate_pairs = lists.pairs // 2
+            decider = _Decider(self, lists, assigned, order)
+            neighbours_of = decider.neighbours
+        done = 0
         with (self.work_dir / "groups.jsonl").open(
             "w", encoding="utf-8", errors="surrogatepass"
         ) as out:
-            for position, group in walk(ids, values, assigned, lists.of, self.similarity):
+            for position, group in walk(ids, values, assigned, neighbours_of, self.similarity):
                 self.kept[order[position]] = True
                 if group is not None:
                     self._write_group(out, group)
+                if decider is not None and progress is not None:
+                    done += 1 + (0 if group is None else len(group.duplicates))
+                    progress(done, n, "decide")
             # Stored traces' groups come last, as curate() sorts them.
             for group in by_stored:
                 self._write_group(out, group)
         self.scans = lists.scans
-        self.timings.search = time.perf_counter() - started
+        if decider is not None:
+            decider.close()
+        self.timings.search = time.perf_counter() - started - (self.timings.embed - embed_before)
 
     def _write_group(self, out: Any, group: Any) -> None:
         from ..io._writers import dumps
@@ -243,14 +296,98 @@ class StreamingCuration:
     def kept_count(self) -> int:
         return int(self.kept.sum())
 
+    @property
+    def stored_vectors(self) -> int:
+        """Vectors in the work directory's spools (what a stopped run leaves for the next)."""
+        return self.spool.size + (0 if self.decider_spool is None else self.decider_spool.size)
+
     def close(self) -> None:
         self.spool.close()
+        if self.decider_spool is not None:
+            self.decider_spool.close()
         self.lines.finish()
 
     def discard_scratch(self) -> None:
         """Remove what a re-run makes again (lines, lists, groups), keeping the vectors."""
         for name in SCRATCH_FILES:
             (self.work_dir / name).unlink(missing_ok=True)
+
+
+class _Decider:
+    """The second tier of a tiered run: each leader's candidates still unassigned, kept when
+    the deciding embedder's exact cosine to the leader is ≥ the similarity. A trace's text is
+    read back from the line spool and embedded the first time the walk asks about it."""
+
+    def __init__(
+        self,
+        curation: StreamingCuration,
+        lists: NearLists,
+        assigned: np.ndarray[Any, np.dtype[np.bool_]],
+        order: np.ndarray[Any, np.dtype[np.int64]],
+    ) -> None:
+        assert curation.decider_spool is not None
+        self.curation = curation
+        self.spool = curation.decider_spool
+        self.lists = lists
+        self.assigned = assigned
+        self.order = order
+        self.rows = np.full(len(order), -1, dtype=np.int64)  # decider rows, by position
+        self._lines = curation.lines.path.open("rb")
+
+    def close(self) -> None:
+        self._lines.close()
+
+    def neighbours(self, position: int) -> list[tuple[int, float]]:
+        """The unassigned candidates of ``position`` that the decider finds near it."""
+        candidates = [p for p, _ in self.lists.of(position) if not self.assigned[p]]
+        if not candidates:
+            return []
+        rows = self._rows_of([position, *candidates])
+        vectors = exact_rows(self.spool.rows(rows))
+        cosines = (vectors[1:] @ vectors[0]).tolist()
+        similarity = self.curation.similarity
+        near = [(p, float(c)) for p, c in zip(candidates, cosines) if c >= similarity]
+        near.sort(key=lambda pc: (-pc[1], pc[0]))
+        return near
+
+    def _rows_of(self, positions: list[int]) -> list[int]:
+        """The decider's spool rows of ``positions``, embedding the texts without one."""
+        curation = self.curation
+        missing: dict[bytes, str] = {}
+        waiting: list[tuple[int, bytes]] = []
+        for position in positions:
+            if self.rows[position] >= 0:
+                continue
+            text = self._text(int(self.order[position]))
+            digest = text_digest(text)
+            row = self.spool.row_of(digest)
+            if row is None:
+                missing.setdefault(digest, text)
+                waiting.append((position, digest))
+                continue
+            if row < self.spool.stored_before:
+                curation.decided_reused += 1
+            self.rows[position] = row
+        if missing:
+            digests, texts = list(missing), list(missing.values())
+            started = time.perf_counter()
+            for start in range(0, len(texts), curation.batch_size):
+                batch = texts[start : start + curation.batch_size]
+                vectors = unit_rows(curation.embedder.embed(batch))
+                self.spool.append(digests[start : start + len(batch)], vectors)
+            curation.timings.embed += time.perf_counter() - started
+            curation.decided_embedded += len(texts)
+        for position, digest in waiting:
+            row = self.spool.row_of(digest)
+            assert row is not None
+            self.rows[position] = row
+        return [int(self.rows[p]) for p in positions]
+
+    def _text(self, index: int) -> str:
+        """The embedded text of the trace read ``index``-th, from its stored line."""
+        self._lines.seek(self.curation._offsets[index])
+        line = self._lines.read(self.curation._lengths[index])
+        return ReasoningTrace.model_validate_json(line).embedding_text
 
 
 def groups_from_file(path: Path) -> list[dict[str, Any]]:
