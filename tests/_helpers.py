@@ -6,6 +6,7 @@ import copy
 import gzip
 import hashlib
 import json
+import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -128,3 +129,31 @@ def load_tau_bench() -> list[dict[str, Any]]:
     with gzip.open(TAU_BENCH, "rt", encoding="utf-8") as handle:
         records: list[dict[str, Any]] = json.load(handle)
     return records
+
+
+class CoarseEmbedder(HashingEmbedder):
+    """A first pass for the tests: the same words hashed into fewer buckets, so that pairs look
+    more alike to it than to the decider (it proposes more than the decider keeps)."""
+
+    name = "CoarseEmbedder"
+
+    def __init__(self) -> None:
+        super().__init__(48)
+
+
+def synthetic(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` traces over ``n / 4`` tasks, each attempt with a few words of its own."""
+    rng = random.Random(seed)
+    traces = []
+    for i in range(n):
+        task = rng.randrange(n // 4 + 1)
+        words = " ".join(f"t{task}w{k}" for k in range(12))
+        extra = " ".join(f"x{rng.randrange(30)}" for _ in range(3))
+        traces.append(
+            make_trace(
+                trace_id=f"kp:trace:{i:06d}",
+                objective=f"{words} {extra}",
+                confidence=round(rng.uniform(0.3, 1.0), 2),
+            )
+        )
+    return traces

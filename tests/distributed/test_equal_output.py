@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _helpers import HashingEmbedder
+from _helpers import CoarseEmbedder, HashingEmbedder, synthetic
 from knowledgepulse.cli import main
 
 
@@ -125,6 +126,33 @@ def test_kp_curate_on_ray_equals_local(
         written[engine] = (code, kept.read_text(), groups.read_text())
     assert written["ray"] == written["local"]
     assert written["local"][2]  # some groups were formed
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_kp_curate_first_pass_on_ray_equals_local(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiered path: a coarse first pass proposes, the hashing embedder decides."""
+    from knowledgepulse import embedding
+
+    def choose(choice: str = "auto", **_: Any) -> Any:
+        chosen = CoarseEmbedder() if choice == "static" else HashingEmbedder()
+        return embedding.EmbedderChoice(embedding.check_embedder(chosen), "onnx", "a test one")
+
+    monkeypatch.setattr(embedding, "choose_embedder", choose)
+    source = tmp_path / "pile.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in synthetic(600, seed=2)))
+    written, said = {}, {}
+    for engine in ("local", "ray"):
+        kept, groups = tmp_path / f"{engine}-kept.jsonl", tmp_path / f"{engine}-groups.jsonl"
+        argv = ["curate", str(source), "-o", str(kept), "--groups", str(groups)]
+        argv += ["--similarity", "0.9", "--first-pass", "static", "--candidate-similarity"]
+        code = main([*argv, "0.88", "--engine", engine])
+        said[engine] = capsys.readouterr().err
+        written[engine] = (code, kept.read_text(), groups.read_text())
+    assert written["ray"] == written["local"]
+    assert written["local"][2]  # some groups were formed
+    assert "candidate pairs" in said["ray"] and "on Ray" in said["ray"]
 
 
 def test_address_needs_the_ray_engine(capsys: pytest.CaptureFixture[str]) -> None:

@@ -158,7 +158,6 @@ def test_kp_curate_first_pass_static_proposes_and_minilm_decides(
     ("extra", "message"),
     [
         (["--first-pass", "static", "--kb", "kb.sqlite"], "does not combine with --kb"),
-        (["--first-pass", "static", "--engine", "ray"], "runs locally only"),
         (["--candidate-similarity", "0.9"], "applies to --first-pass static only"),
     ],
 )

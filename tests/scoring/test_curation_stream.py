@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
-from _helpers import HashingEmbedder, make_trace
+from _helpers import CoarseEmbedder, HashingEmbedder, make_trace, synthetic
 from knowledgepulse.io._writers import dumps
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
 from knowledgepulse.scoring._curation import curate
@@ -27,24 +27,6 @@ from knowledgepulse.scoring._nearby import near_lists
 from knowledgepulse.scoring._stream_curation import StreamingCuration
 
 CHILD = Path(__file__).with_name("curate_child.py")
-
-
-def synthetic(n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` traces over ``n / 4`` tasks, each attempt with a few words of its own."""
-    rng = random.Random(seed)
-    traces = []
-    for i in range(n):
-        task = rng.randrange(n // 4 + 1)
-        words = " ".join(f"t{task}w{k}" for k in range(12))
-        extra = " ".join(f"x{rng.randrange(30)}" for _ in range(3))
-        traces.append(
-            make_trace(
-                trace_id=f"kp:trace:{i:06d}",
-                objective=f"{words} {extra}",
-                confidence=round(rng.uniform(0.3, 1.0), 2),
-            )
-        )
-    return traces
 
 
 def streamed(
@@ -93,16 +75,6 @@ def test_streaming_equals_curate_on_2000_traces_in_any_order(
     assert [json.loads(line)["id"] for line in kept] == [
         i for i in order if i in {json.loads(line)["id"] for line in kept}
     ]
-
-
-class CoarseEmbedder(HashingEmbedder):
-    """A first pass for the tests: the same words hashed into fewer buckets, so that pairs look
-    more alike to it than to the decider (it proposes more than the decider keeps)."""
-
-    name = "CoarseEmbedder"
-
-    def __init__(self) -> None:
-        super().__init__(48)
 
 
 @pytest.mark.parametrize("ann_from", [50_000, 500])

@@ -87,7 +87,7 @@ from ._run import (
     default="none",
     show_default=True,
     help="static: static vectors (derived from MiniLM) propose candidate pairs and only "
-    "traces in one are embedded by MiniLM, which decides. Not with --kb or --engine ray.",
+    "traces in one are embedded by MiniLM, which decides. Not with --kb.",
 )
 @click.option(
     "--candidate-similarity",
@@ -244,8 +244,6 @@ def _check_options(
             "--first-pass static does not combine with --kb: novelty against the base needs "
             "every trace's MiniLM vector"
         )
-    if first_pass != "none" and engine == "ray":
-        raise click.UsageError("--first-pass static runs locally only (not with --engine ray)")
     if candidate_similarity is not None and first_pass == "none":
         raise click.UsageError("--candidate-similarity applies to --first-pass static only")
 
@@ -433,6 +431,8 @@ def _curate_in_memory(job: _Job) -> int:
                 similarity=job.threshold,
                 kb=base,
                 profiles=job.registry,
+                first_pass=_first_pass(job),
+                candidate_similarity=job.candidate_similarity,
             )
             tally.processed = read
         if tally.interrupted:
@@ -449,6 +449,14 @@ def _curate_in_memory(job: _Job) -> int:
         console.print(tally.accounting(), highlight=False)
         distinct = len(result.values)
         _say_result(job, distinct, len(result.kept), result.dropped, len(result.groups))
+        if result.embedded is not None:
+            console.print(
+                f"first pass: {result.candidate_pairs:,} candidate pairs; "
+                f"{job.chosen.embedder.name} embedded {result.embedded:,} of {distinct:,} "
+                "traces on Ray",
+                highlight=False,
+                markup=False,
+            )
         if len(pile) > distinct:
             console.print(f"repeated ids: {len(pile) - distinct} traces read twice counted once")
     return int(tally.exit_code())

@@ -3,6 +3,11 @@
 :func:`knowledgepulse.scoring._curation.curate` embeds the pile in id order, ``batch_size`` texts per
 call; the same calls are made on the pool, in parallel, and curation then runs on the driver
 over those vectors, so the kept set and the groups equal a local run's.
+
+With a first pass (the static embedder), the driver makes the static vectors and finds the
+traces in a candidate pair (:func:`~knowledgepulse.scoring._curation.candidate_rows`, as a local
+run does); only those go to the pool for MiniLM, and the tiered curation then decides over
+those vectors, as locally.
 """
 
 from __future__ import annotations
@@ -11,7 +16,16 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._schema import ReasoningTrace
-from ..scoring._curation import DEFAULT_SIMILARITY, CurationResult, curate, distinct_traces
+from ..memory._cache import exact_rows
+from ..scoring._curation import (
+    DEFAULT_SIMILARITY,
+    CurationResult,
+    candidate_rows,
+    candidate_threshold,
+    curate,
+    distinct_traces,
+    embed_traces,
+)
 from ..scoring._profiles import ProfileRegistry
 from ._cluster import import_ray
 from ._workers import EmbedPool, PrecomputedEmbedder
@@ -32,6 +46,8 @@ def curate_on_ray(
     batch_size: int = 64,
     batches_per_call: int = 16,
     name: str = "ray",
+    first_pass: Any = None,
+    candidate_similarity: float | None = None,
 ) -> CurationResult:
     """:func:`knowledgepulse.scoring._curation.curate`, embedding on ``pool``.
 
@@ -44,11 +60,26 @@ def curate_on_ray(
         batch_size: texts per embedding call (as for the local curation).
         batches_per_call: embedding calls sent to an actor at once.
         name: the embedder's name.
+        first_pass: a cheap embedder run on the driver to propose candidate pairs; only the
+            traces in one are embedded on the pool (``curate``'s ``first_pass``).
+        candidate_similarity: the first pass's cosine from which a pair is a candidate.
     """
     ray = import_ray()
     pile = distinct_traces(traces)
     # The order curate embeds in (by id), in the batches it embeds.
-    texts = [trace.embedding_text for trace in sorted(pile, key=lambda t: t.id)]
+    canonical = sorted(pile, key=lambda t: t.id)
+    texts = [trace.embedding_text for trace in canonical]
+    cheap = None
+    if first_pass is not None and canonical:
+        threshold = (
+            candidate_similarity
+            if candidate_similarity is not None
+            else candidate_threshold(similarity)
+        )
+        rows = embed_traces(first_pass, canonical, batch_size)
+        cheap = PrecomputedEmbedder(texts, rows, first_pass.name)
+        in_pair, _ = candidate_rows(exact_rows(rows), threshold)
+        texts = [text for text, chosen in zip(texts, in_pair.tolist()) if chosen]
     batches = [texts[i : i + batch_size] for i in range(0, len(texts), batch_size)]
     futures = [
         pool.submit(batches[i : i + batches_per_call])
@@ -66,4 +97,6 @@ def curate_on_ray(
         kb=kb,
         profiles=profiles,
         batch_size=batch_size,
+        first_pass=cheap,
+        candidate_similarity=candidate_similarity,
     )

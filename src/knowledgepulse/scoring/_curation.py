@@ -167,7 +167,7 @@ def curate(
     ids = [trace.id for trace in canonical]
     tiers = None
     if first_pass is None:
-        vectors = _embed(embedder, canonical, batch_size)
+        vectors = embed_traces(embedder, canonical, batch_size)
         stored_nearest = _nearest_stored(kb, vectors)
     else:
         threshold = (
@@ -332,7 +332,8 @@ def unit_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     return unit
 
 
-def _embed(embedder: Any, traces: Sequence[ReasoningTrace], batch_size: int) -> np.ndarray:
+def embed_traces(embedder: Any, traces: Sequence[ReasoningTrace], batch_size: int) -> np.ndarray:
+    """Unit rows of ``traces``' texts, ``batch_size`` texts per call (as curation embeds)."""
     rows = []
     for start in range(0, len(traces), batch_size):
         chunk = traces[start : start + batch_size]
@@ -411,23 +412,13 @@ def _tiered_neighbours(
     The candidate search is exact (blocks of rows against the whole pile): no candidate is lost
     to an approximate index, and memory stays at a block of similarities.
     """
-    # Exact cosines decide the candidates too: a pair at the threshold is a candidate or not
-    # whatever the CPU's float32 kernels, as in the streaming run's lists.
-    cheap = exact_rows(_embed(first_pass, canonical, batch_size))
+    cheap = exact_rows(embed_traces(first_pass, canonical, batch_size))
     n = cheap.shape[0]
-    in_pair = np.zeros(n, dtype=bool)
-    pairs = 0
-    for start in range(0, n, _ROWS_AT_ONCE):
-        block = cheap[start : start + _ROWS_AT_ONCE] @ cheap.T
-        rows = np.arange(block.shape[0])
-        block[rows, start + rows] = -np.inf  # a trace is not its own candidate
-        hits = block >= candidate_similarity
-        in_pair[start : start + block.shape[0]] = hits.any(axis=1)
-        pairs += int(hits.sum())
+    in_pair, pairs = candidate_rows(cheap, candidate_similarity)
     chosen = np.nonzero(in_pair)[0]
     strong = np.zeros((n, 0), dtype=np.float32)
     if len(chosen):
-        strong = _embed(embedder, [canonical[int(p)] for p in chosen], batch_size)
+        strong = embed_traces(embedder, [canonical[int(p)] for p in chosen], batch_size)
     neighbours: list[list[tuple[int, float]]] = [[] for _ in range(n)]
     # The deciding cosines are exact, as in the one-tier run: the same pair, the same bits.
     exact = exact_rows(strong)
@@ -442,4 +433,27 @@ def _tiered_neighbours(
             ]
             near.sort(key=lambda ps: (-ps[1], ps[0]))
             neighbours[int(position)] = near
-    return _Tiers(neighbours, pairs // 2, len(chosen))
+    return _Tiers(neighbours, pairs, len(chosen))
+
+
+def candidate_rows(
+    cheap: npt.NDArray[np.float64], candidate_similarity: float
+) -> tuple[npt.NDArray[np.bool_], int]:
+    """Which rows of ``cheap`` (unit rows on the exact grid: :func:`exact_rows`) are in a
+    candidate pair (cosine ≥ ``candidate_similarity`` with another row), and how many pairs.
+
+    Exact cosines decide: a pair at the threshold is a candidate or not whatever the CPU's
+    float32 kernels, as in the streaming run's lists. Blocks of rows against the whole pile:
+    memory stays at a block of similarities.
+    """
+    n = cheap.shape[0]
+    in_pair = np.zeros(n, dtype=bool)
+    pairs = 0
+    for start in range(0, n, _ROWS_AT_ONCE):
+        block = cheap[start : start + _ROWS_AT_ONCE] @ cheap.T
+        rows = np.arange(block.shape[0])
+        block[rows, start + rows] = -np.inf  # a trace is not its own candidate
+        hits = block >= candidate_similarity
+        in_pair[start : start + block.shape[0]] = hits.any(axis=1)
+        pairs += int(hits.sum())
+    return in_pair, pairs // 2
