@@ -622,7 +622,9 @@ class _LoadedStatic:
         cls_id = self.tokens._tokenizer.token_to_id("[CLS]")
         sep_id = self.tokens._tokenizer.token_to_id("[SEP]")
         empty = table[[cls_id, sep_id]].astype(np.float64).sum(axis=0)
-        self.empty = (empty / max(float(np.linalg.norm(empty)), 1e-12)).astype(np.float32)
+        self.empty: npt.NDArray[np.float32] = (
+            empty / max(float(np.linalg.norm(empty)), 1e-12)
+        ).astype(np.float32)
 
 
 class StaticEmbedder:
