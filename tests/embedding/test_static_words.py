@@ -214,15 +214,20 @@ def test_long_ascii_words_are_unk_beyond_wordpieces_limit(tokens: Any, reference
 
 
 def test_the_cache_is_bounded_and_keeps_what_is_in_use() -> None:
-    cache = _static._UnitCache(4)
+    # an entry of a 2-3 character key and one id costs 170-171 bytes: 4 fit in 700
+    assert _static._ENTRY_BYTES == 160
+    cache = _static._UnitCache(700)
     for k in range(100):
         cache.put(f"w{k}", (k,))
-        assert len(cache) <= 8
+        assert cache.spent <= 700
+        assert len(cache.recent) <= 4 and len(cache) <= 8
         assert cache.get("w0") == (0,)  # in use: moved back each time its generation turns
     assert cache.get("w50") is None
     assert cache.get("w99") == (99,)
+    # beyond ASCII a character counts four bytes: 160 + 4 * 2 + 8 * 3
     cache.clear()
-    assert len(cache) == 0
+    cache.put("漢字", (1, 2, 3))
+    assert (len(cache), cache.spent) == (1, 192)
 
 
 def test_a_small_cache_turning_over_gives_the_same_tokens(
@@ -230,10 +235,10 @@ def test_a_small_cache_turning_over_gives_the_same_tokens(
 ) -> None:
     texts = tau_texts[:40]
     expected = [a.tolist() for a in tokens.ids(texts)]
-    monkeypatch.setattr(tokens, "cache", _static._UnitCache(64))
+    monkeypatch.setattr(tokens, "cache", _static._UnitCache(64 * 200))
     for _ in range(2):
         assert [a.tolist() for a in tokens.ids(texts)] == expected
-        assert len(tokens.cache) <= 128
+        assert tokens.cache.spent <= 64 * 200 and len(tokens.cache) <= 2 * 64 * 200 // 160
 
 
 @pytest.fixture(scope="module")

@@ -94,8 +94,11 @@ _BERT_SPACE = frozenset("\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | frozenset(
 _ASCII_PUNCTUATION = frozenset(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum())
 # Words and chunks up to this long are cached (longer ones: rare, and mostly one-offs).
 _CACHED_CHARS = 64
-# Entries per generation of the word cache (two generations at most).
-_CACHE_ENTRIES = 1 << 17
+# Bytes per generation of the word and chunk cache (two generations at most), and what an
+# entry costs besides its key's characters and its ids (a CPython str and tuple header, a
+# dict slot).
+_CACHE_BYTES = 24 << 20
+_ENTRY_BYTES = 160
 # Texts tokenised together by embed() (their chunks are held at once).
 _TEXTS_AT_ONCE = 256
 
@@ -400,7 +403,7 @@ class _Tokens:
         self._cuts = _BERT_SPACE | (_ASCII_PUNCTUATION - set("".join(specials)))
         self._max_word = int(getattr(self._tokenizer.model, "max_input_chars_per_word", 100))
         self._ints = list(range(self.vocab_size))
-        self.cache = _UnitCache(_CACHE_ENTRIES)
+        self.cache = _UnitCache(_CACHE_BYTES)
         self._lock = threading.Lock()
 
     def ids(self, texts: Sequence[str]) -> list[npt.NDArray[np.int64]]:
@@ -541,19 +544,20 @@ class _Tokens:
 
 
 class _UnitCache:
-    """Token ids of words and chunks, in two generations of at most ``limit`` entries each.
+    """Token ids of words and chunks, in two generations of about ``budget`` bytes each.
 
     New entries go to the recent generation; when it is full it becomes the older one (the
     previous older one is dropped) and a new recent one starts. A unit found only in the older
-    generation moves back to the recent one, so the units in use survive a turnover. At most
-    ``2 * limit`` entries, each a key of at most :data:`_CACHED_CHARS` characters and a tuple
-    of shared ints.
+    generation moves back to the recent one, so the units in use survive a turnover. An entry
+    is counted as :data:`_ENTRY_BYTES` plus its key's characters (four bytes each beyond
+    ASCII) plus eight bytes an id: the cache holds about ``2 * budget`` bytes at most.
     """
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
         self.recent: dict[str, tuple[int, ...]] = {}
         self.older: dict[str, tuple[int, ...]] = {}
+        self.spent = 0
 
     def __len__(self) -> int:
         return len(self.recent) + len(self.older)
@@ -569,15 +573,19 @@ class _UnitCache:
 
     def put(self, unit: str, entry: tuple[int, ...]) -> None:
         """Remember ``entry``, turning the generations over first when the recent one is full."""
-        if len(self.recent) >= self.limit:
+        cost = _ENTRY_BYTES + len(unit) * (1 if unit.isascii() else 4) + 8 * len(entry)
+        if self.spent + cost > self.budget:
             self.older = self.recent
             self.recent = {}
+            self.spent = 0
         self.recent[unit] = entry
+        self.spent += cost
 
     def clear(self) -> None:
         """Forget everything."""
         self.recent = {}
         self.older = {}
+        self.spent = 0
 
 
 def _bounded_groups(units: list[str], chars: int) -> list[list[str]]:
