@@ -12,8 +12,9 @@ The model2vec recipe, built with this project's own encoder (no torch, no networ
 
 A text's vector is the mean of its tokens' rows ([UNK] left out), L2-normalised. The whole
 text is tokenised, with no 256-token cut: the static pass sees every token MiniLM's windows
-see, and more. The tokens are exactly those MiniLM's tokenizer gives the whole text, found
-through a bounded cache of the text's whitespace-separated chunks (:class:`_Tokens`).
+see, and more. The tokens are those MiniLM's tokenizer gives the whole text (see
+:meth:`_Tokens._cut` for the one exception), found through a bounded cache of the text's
+whitespace-separated chunks (:class:`_Tokens`).
 
 The table is built once, on first use or by ``kp static-model``, and
 cached under ``$KNOWLEDGEPULSE_STATIC_MODEL_DIR`` (default
