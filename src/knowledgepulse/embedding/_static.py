@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -493,12 +493,12 @@ class _Tokens:
             if entry is None
         }
         found = self._resolve(missing) if missing else {}
-        return [
-            [found[u] if e is None else e for u, e in zip(units, entries)]
-            if None in entries
-            else entries  # type: ignore[misc]
-            for units, entries in zip(per_text, looked)
-        ]
+        out: list[list[tuple[int, ...]]] = []
+        for units, entries in zip(per_text, looked):
+            if None in entries:
+                entries = [found[u] if e is None else e for u, e in zip(units, entries)]
+            out.append(cast("list[tuple[int, ...]]", entries))
+        return out
 
     def _resolve(self, missing: set[str]) -> dict[str, tuple[int, ...]]:
         """The ids of each unit ([UNK] left out): from the cache's older generation, else
@@ -516,22 +516,31 @@ class _Tokens:
                 else:
                     slow.append(unit)
             out.update(self._encoded(slow))
-            words: dict[str, tuple[int, ...] | None] = {}
-            for split in fast.values():
-                for word in split:
-                    if word not in words:
-                        known = out.get(word)
-                        words[word] = self.cache.get(word) if known is None else known
-            unknown = [word for word, entry in words.items() if entry is None]
-            for word in unknown:
-                if len(word) > self._max_word and word.isalnum():
-                    words[word] = ()  # beyond WordPiece's limit: one [UNK], left out
-            words.update(self._encoded([word for word in unknown if words[word] is None]))
+            words = self._words(dict.fromkeys(itertools.chain.from_iterable(fast.values())), out)
             for unit, split in fast.items():
-                out[unit] = tuple(itertools.chain.from_iterable(map(words.__getitem__, split)))  # type: ignore[arg-type]
+                out[unit] = tuple(itertools.chain.from_iterable(map(words.__getitem__, split)))
             for unit, entry in itertools.chain(words.items(), out.items()):
-                if entry is not None and len(unit) <= _CACHED_CHARS:
+                if len(unit) <= _CACHED_CHARS:
                     self.cache.put(unit, entry)
+        return out
+
+    def _words(
+        self, words: Iterable[str], known: dict[str, tuple[int, ...]]
+    ) -> dict[str, tuple[int, ...]]:
+        """The ids of BERT words of printable ASCII: known, cached, or tokenised."""
+        out: dict[str, tuple[int, ...]] = {}
+        unknown: list[str] = []
+        for word in words:
+            entry = known.get(word)
+            if entry is None:
+                entry = self.cache.get(word)
+            if entry is not None:
+                out[word] = entry
+            elif len(word) > self._max_word and word.isalnum():
+                out[word] = ()  # beyond WordPiece's limit: one [UNK], left out
+            else:
+                unknown.append(word)
+        out.update(self._encoded(unknown))
         return out
 
     def _encoded(self, units: list[str]) -> dict[str, tuple[int, ...]]:
@@ -717,10 +726,11 @@ class StaticEmbedder:
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings, not a single str")
         items = list(texts)
-        loaded = self._load() if items else None
+        if not items:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        loaded = self._load()
         out = np.empty((len(items), self.dimensions), dtype=np.float32)
         for start in range(0, len(items), _TEXTS_AT_ONCE):
-            assert loaded is not None
             counted = loaded.tokens.counted_ids(items[start : start + _TEXTS_AT_ONCE])
             for row, (ids, counts) in enumerate(counted, start):
                 out[row] = self._vector(loaded, ids, counts)
