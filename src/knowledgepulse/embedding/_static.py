@@ -399,6 +399,9 @@ class _Tokens:
         ]
         longest_first = sorted(specials, key=len, reverse=True)
         self._special = re.compile("|".join(map(re.escape, longest_first)) or "(?!)")
+        firsts = {token[0] for token in specials if token}
+        # a cheap test before the regex where all special tokens start alike (MiniLM's: "[")
+        self._special_first = firsts.pop() if len(firsts) == 1 else ""
         self._slow = re.compile("|".join([_SLOW_CHARS, *map(re.escape, longest_first)]))
         # A long chunk is cut after BERT whitespace or after punctuation that no special token
         # holds (cutting after the "[" of "[SEP]" would unmake it).
@@ -439,11 +442,7 @@ class _Tokens:
     def _units(self, text: str) -> list[str]:
         """``text``'s chunks, in order: printable-ASCII ones lowercased, the others as they are
         (cut where longer than :data:`CHUNK_CHARS`)."""
-        if (
-            text.isascii()
-            and _ASCII_CONTROL.search(text) is None
-            and ("[" not in text or self._special.search(text) is None)
-        ):
+        if self._plain(text):
             return text.lower().split()  # no other whitespace in printable ASCII
         found = self._slow.search(text)
         units: list[str] = []
@@ -461,6 +460,14 @@ class _Tokens:
             found = self._slow.search(text, high)
         units += text[start:].lower().split()
         return units
+
+    def _plain(self, text: str) -> bool:
+        """Whether ``text`` is printable ASCII (and ASCII whitespace) without special tokens."""
+        return (
+            text.isascii()
+            and _ASCII_CONTROL.search(text) is None
+            and (self._special_first not in text or self._special.search(text) is None)
+        )
 
     def _cut(self, chunk: str) -> list[str]:
         """``chunk`` in pieces of at most :data:`CHUNK_CHARS` characters (the tokenizer's
@@ -507,11 +514,11 @@ class _Tokens:
             out: dict[str, tuple[int, ...]] = {}
             fast: dict[str, list[str]] = {}
             slow: list[str] = []
-            for unit in sorted(missing):
+            for unit in missing:
                 entry = self.cache.get(unit)
                 if entry is not None:
                     out[unit] = entry
-                elif unit.isascii() and self._slow.search(unit) is None:
+                elif self._plain(unit):
                     fast[unit] = _FAST_WORD.findall(unit)
                 else:
                     slow.append(unit)
@@ -540,7 +547,26 @@ class _Tokens:
                 out[word] = ()  # beyond WordPiece's limit: one [UNK], left out
             else:
                 unknown.append(word)
-        out.update(self._encoded(unknown))
+        out.update(self._encoded_words(unknown))
+        return out
+
+    def _encoded_words(self, words: list[str]) -> dict[str, tuple[int, ...]]:
+        """Each BERT word tokenised ([UNK] left out), many to one tokenizer input: joined by
+        spaces, each word is one word of the pre-tokeniser, whose index each token carries
+        (the tokenizer's cost per input is many times its cost per word)."""
+        out: dict[str, tuple[int, ...]] = {}
+        ints, unk = self._ints, self.unk_id
+        groups = _bounded_groups(words, CHUNK_CHARS)
+        for start in range(0, len(groups), _PIECES_AT_ONCE):
+            batch = groups[start : start + _PIECES_AT_ONCE]
+            joined = [" ".join(group) for group in batch]
+            encodings = self._tokenizer.encode_batch(joined, add_special_tokens=False)
+            for group, encoding in zip(batch, encodings):
+                per_word: list[list[int]] = [[] for _ in group]
+                for i, word in zip(encoding.ids, encoding.word_ids):
+                    if i != unk:
+                        per_word[word].append(ints[i])
+                out.update(zip(group, map(tuple, per_word)))
         return out
 
     def _encoded(self, units: list[str]) -> dict[str, tuple[int, ...]]:
@@ -584,6 +610,9 @@ class _UnitCache:
 
     def put(self, unit: str, entry: tuple[int, ...]) -> None:
         """Remember ``entry``, turning the generations over first when the recent one is full."""
+        if unit in self.recent:
+            self.recent[unit] = entry
+            return
         cost = _ENTRY_BYTES + len(unit) * (1 if unit.isascii() else 4) + 8 * len(entry)
         if self.spent + cost > self.budget:
             self.older = self.recent
