@@ -81,11 +81,12 @@ _BUILD_CHUNK = 4096
 # Characters handed to the tokenizer at once (it parallelises over them): pieces of
 # CHUNK_CHARS at most, this many of them.
 _PIECES_AT_ONCE = 64
-# Printable ASCII and the ASCII whitespace BERT keeps: for text made of these alone, MiniLM's
-# normaliser is str.lower() and its pre-tokeniser's words are _FAST_WORD's matches.
+# For text of printable ASCII and tab, newline, carriage return alone, MiniLM's normaliser is
+# str.lower() and its pre-tokeniser's words are _FAST_WORD's matches; _SLOW_CHARS is anything
+# else, and _ASCII_CONTROL what BERT removes of ASCII.
+_FAST_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
 _SLOW_CHARS = r"[^\x20-\x7e\t\n\r]+"
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_FAST_WORD = re.compile(r"[a-z0-9]+|[^a-z0-9 \t\n\r]")
 # Not str.split()'s whitespace: it includes \x0b, \x0c, \x1c-\x1f and \x85, control
 # characters that BERT removes (joining the words around them).
 _ASCII_SPACE = re.compile(r"[ \t\n\r]")
