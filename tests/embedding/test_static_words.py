@@ -280,3 +280,22 @@ def test_vectors_match_the_sum_in_token_order_and_not_the_batch_or_the_cache(
     assert np.array_equal(embedder.embed_ids(embedder.token_ids(texts)), vectors)
     shuffled = [np.random.default_rng(1).permutation(ids) for ids in embedder.token_ids(texts)]
     assert np.array_equal(embedder.embed_ids(shuffled), vectors)
+
+
+def test_threads_sharing_the_cache_get_the_same_tokens(
+    tokens: Any, tau_texts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = tau_texts[:60]
+    expected = [a.tolist() for a in tokens.ids(texts)]
+    # a small cache, so that the threads turn its generations over while others read it
+    monkeypatch.setattr(tokens, "cache", _static._UnitCache(300 * 200))
+
+    def run(seed: int) -> bool:
+        order = np.random.default_rng(seed).permutation(len(texts))
+        got = tokens.ids([texts[k] for k in order])
+        return all(got[j].tolist() == expected[k] for j, k in enumerate(order))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, range(8)))
