@@ -526,7 +526,11 @@ class _Tokens:
             out.update(self._encoded(slow))
             words = self._words(dict.fromkeys(itertools.chain.from_iterable(fast.values())), out)
             for unit, split in fast.items():
-                out[unit] = tuple(itertools.chain.from_iterable(map(words.__getitem__, split)))
+                out[unit] = (
+                    words[split[0]]  # most chunks are one word
+                    if len(split) == 1
+                    else tuple(itertools.chain.from_iterable(map(words.__getitem__, split)))
+                )
             for unit, entry in itertools.chain(words.items(), out.items()):
                 if len(unit) <= _CACHED_CHARS:
                     self.cache.put(unit, entry)
