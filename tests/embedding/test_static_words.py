@@ -166,6 +166,8 @@ TEXTS = st.one_of(
     st.text(max_size=60),
     st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=80),
     st.lists(st.one_of(ADVERSARIAL, st.text(max_size=4)), max_size=20).map("".join),
+    # many chunks, so that more than _SPARSE_CHUNKS of them hold characters beyond ASCII
+    st.lists(st.one_of(ADVERSARIAL, st.text(max_size=4)), min_size=40, max_size=120).map(" ".join),
 )
 
 
@@ -205,6 +207,16 @@ def test_a_chunk_longer_than_a_piece_is_cut_where_the_tokens_do_not_change(
         assert len(text) > CHUNK_CHARS
         assert tokens.ids([text])[0].tolist() == whole(reference, tokens.unk_id, text)
     assert 102 in tokens.ids([special])[0].tolist()
+
+
+def test_text_dense_with_non_ascii_chunks_has_exactly_the_tokenizers_tokens(
+    tokens: Any, reference: Any
+) -> None:
+    words = ["naïve", "Résumé", "東京", "[SEP]", "x\x1cy", "\x85", "plain", "ASCII,", "é" * 120]
+    text = "\n".join(" ".join(words[(k + j) % len(words)] for j in range(7)) for k in range(300))
+    units = tokens._units(text)
+    assert sum(not unit.isascii() for unit in units) > 10 * _static._SPARSE_CHUNKS
+    assert tokens.ids([text])[0].tolist() == whole(reference, tokens.unk_id, text)
 
 
 def test_long_ascii_words_are_unk_beyond_wordpieces_limit(tokens: Any, reference: Any) -> None:

@@ -90,6 +90,10 @@ _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Not str.split()'s whitespace: it includes \x0b, \x0c, \x1c-\x1f and \x85, control
 # characters that BERT removes (joining the words around them).
 _ASCII_SPACE = re.compile(r"[ \t\n\r]")
+_ASCII_SPACES = re.compile(r"[ \t\n\r]+")
+# Chunks of other characters in a text found one by one; beyond, all its chunks are split
+# off at once (text dense with them, such as prose with accents, would take longer).
+_SPARSE_CHUNKS = 32
 # What else BERT takes for whitespace: Unicode's White_Space outside the control characters.
 _BERT_SPACE = frozenset("\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | frozenset(
     map(chr, range(0x2000, 0x200B))
@@ -445,10 +449,13 @@ class _Tokens:
         (cut where longer than :data:`CHUNK_CHARS`)."""
         if self._plain(text):
             return text.lower().split()  # no other whitespace in printable ASCII
+        # Mostly printable ASCII: only the other chunks are found and looked at one by one.
         found = self._slow.search(text)
         units: list[str] = []
         start = 0
-        while found is not None:
+        for _ in range(_SPARSE_CHUNKS):
+            if found is None:
+                return units + text[start:].lower().split()
             at = found.start()
             # the chunk starts after the last ASCII whitespace before ``at`` (bounded by the
             # previous chunk's end, so the scans stay linear in the text's length)
@@ -459,8 +466,19 @@ class _Tokens:
             units += self._cut(text[low:high])
             start = high
             found = self._slow.search(text, high)
-        units += text[start:].lower().split()
-        return units
+        # Many such chunks: every distinct chunk of the rest is looked at once.
+        return units + self._every_chunk(text[start:])
+
+    def _every_chunk(self, text: str) -> list[str]:
+        """``text``'s chunks, in order, each distinct one classified once."""
+        chunks = _ASCII_SPACES.split(text)
+        units: dict[str, list[str]] = {}
+        for chunk in dict.fromkeys(chunks):
+            if self._slow.search(chunk) is not None:
+                units[chunk] = self._cut(chunk)
+            else:
+                units[chunk] = [chunk.lower()] if chunk else []
+        return list(itertools.chain.from_iterable(map(units.__getitem__, chunks)))
 
     def _plain(self, text: str) -> bool:
         """Whether ``text`` is printable ASCII (and ASCII whitespace) without special tokens."""
