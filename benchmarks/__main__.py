@@ -514,6 +514,18 @@ def bench_curation(quick: bool, copies: int | None) -> None:
             "(static pass + that share of the MiniLM time)",
         )
     )
+    best = max(r["static_only"].items(), key=lambda item: item[1][1])
+    report(
+        Figure(
+            "static vectors deciding alone: best share with MiniLM-only's decision",
+            best[1][1],
+            "",
+            0.99,
+            lower_is_better=False,
+            note=f"at static cosine {best[0]:g} ({best[1][0]} kept); "
+            + ", ".join(f"{t:g}: {share:.3f}" for t, (_, share) in r["static_only"].items()),
+        )
+    )
 
 
 def _cpu_name() -> str:

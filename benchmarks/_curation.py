@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import random
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -29,19 +30,25 @@ import numpy as np
 from . import _corpus
 
 
-def edited_pile(
-    copies: int, conversations: int | None = None, seed: int = 11
-) -> list[dict[str, Any]]:
-    """The tau-bench conversations (the first ``conversations``; default all 200), then
-    ``copies`` edited copies of half of them."""
+def pile_traces(
+    size: int, conversations: int | None = None, seed: int = 11
+) -> Iterator[dict[str, Any]]:
+    """A pile of ``size`` traces: the tau-bench conversations (the first ``conversations``;
+    default all 200), then edited copies of them in turn (:func:`edited_copy`), one at a time."""
     base = _corpus.tau_bench_traces()[:conversations]
     rng = random.Random(seed)
     words = [w for t in base for s in t["steps"] for w in str(s.get("content", "")).split()]
-    sources = sorted(rng.sample(range(len(base)), len(base) // 2))
-    pile = list(base)
-    for k in range(copies):
-        pile.append(edited_copy(base[sources[k % len(sources)]], k, rng, words))
-    return pile
+    for i in range(size):
+        yield base[i] if i < len(base) else edited_copy(base[i % len(base)], i, rng, words)
+
+
+def edited_pile(
+    copies: int, conversations: int | None = None, seed: int = 11
+) -> list[dict[str, Any]]:
+    """The tau-bench conversations then ``copies`` edited copies: the first
+    ``len(base) + copies`` traces of the pile ``python -m benchmarks curation-scale`` writes."""
+    count = len(_corpus.tau_bench_traces()[:conversations]) + copies
+    return list(pile_traces(count, conversations, seed))
 
 
 def edited_copy(
@@ -65,6 +72,10 @@ def edited_copy(
         for i, step in enumerate(trace["steps"]):
             step["step_id"] = i
     return trace
+
+
+#: Static cosines at which curation decided by the static vectors alone is compared.
+STATIC_ONLY_THRESHOLDS = (0.99, 0.995, 0.997, 0.998, 0.999, 0.9995, 0.9998)
 
 
 class _Vectors:
@@ -129,7 +140,15 @@ def measure(
     kept_tiered = {t.id for t in tiered.kept}
     agree = sum((t.id in kept_reference) == (t.id in kept_tiered) for t in traces)
     share = (tiered.embedded or 0) / len(traces)
+    # Static vectors deciding alone, at the static thresholds nearest MiniLM's S: how close
+    # the kept set gets to MiniLM-only (why the first pass proposes and does not decide).
+    static_only = {}
+    for static_similarity in STATIC_ONLY_THRESHOLDS:
+        alone = {t.id for t in curate(traces, embedder=cheap, similarity=static_similarity).kept}
+        same = sum((t.id in kept_reference) == (t.id in alone) for t in traces)
+        static_only[static_similarity] = (len(alone), same / len(traces))
     return {
+        "static_only": static_only,
         "traces": len(traces),
         "copies": copies,
         "similarity": similarity,

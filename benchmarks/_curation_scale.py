@@ -26,7 +26,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -42,15 +41,10 @@ SIMILARITY = 0.95
 
 def write_pile(path: Path, size: int, seed: int = 11) -> Path:
     """A gzip JSONL of ``size`` traces: the tau-bench conversations, then edited copies."""
-    from . import _corpus
-    from ._curation import edited_copy
+    from ._curation import pile_traces
 
-    base = _corpus.tau_bench_traces()
-    rng = random.Random(seed)
-    words = [w for t in base for s in t["steps"] for w in str(s.get("content", "")).split()]
     with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as handle:
-        for i in range(size):
-            trace = base[i] if i < len(base) else edited_copy(base[i % len(base)], i, rng, words)
+        for trace in pile_traces(size, seed=seed):
             handle.write(json.dumps(trace, separators=(",", ":")) + "\n")
     return path
 
