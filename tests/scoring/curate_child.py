@@ -2,7 +2,8 @@
 
 Run as ``python tests/scoring/curate_child.py ARGS...`` (the arguments after ``kp``). With
 ``KP_TEST_EMBED_DELAY`` set, each embedding call sleeps that many seconds, so that a test
-can stop the run while it embeds. With ``KP_TEST_PEAK_RSS_FILE`` set, the child writes its own
+can stop the run while it embeds. ``--first-pass static`` gets the tests' coarse hashing
+embedder (:class:`_helpers.CoarseEmbedder`) as its first pass. With ``KP_TEST_PEAK_RSS_FILE`` set, the child writes its own
 peak RSS (KiB) there as it ends: what the memory tests measure (the parent's
 ``RUSAGE_CHILDREN`` would also hold every earlier child of the test process).
 """
@@ -22,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 import numpy.typing as npt
 
-from _helpers import HashingEmbedder
+from _helpers import CoarseEmbedder, HashingEmbedder
 
 
 class _SlowHashing(HashingEmbedder):
@@ -52,9 +53,10 @@ def main() -> int:
     delay = float(os.environ.get("KP_TEST_EMBED_DELAY", "0"))
     embedder = _SlowHashing(delay) if delay else HashingEmbedder()
 
-    def choose(*_: Any, **__: Any) -> Any:
+    def choose(choice: str = "auto", *_: Any, **__: Any) -> Any:
+        chosen = CoarseEmbedder() if choice == "static" else embedder
         return embedding.EmbedderChoice(
-            embedding.check_embedder(embedder), "onnx", "the tests' hashing embedder"
+            embedding.check_embedder(chosen), "onnx", "the tests' hashing embedder"
         )
 
     embedding.choose_embedder = choose

@@ -287,7 +287,12 @@ PEAK_RSS_MIB = 512
 
 
 @pytest.mark.slow
-def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "tiers",
+    [[], ["--first-pass", "static", "--candidate-similarity", "0.88"]],
+    ids=["one-tier", "first-pass"],
+)
+def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path, tiers: list[str]) -> None:
     source = tmp_path / "pile.jsonl"
     with source.open("w") as out:
         for start in range(0, 100_000, 10_000):
@@ -305,6 +310,7 @@ def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path) -> Non
         str(groups),
         "--similarity",
         "0.9",
+        *tiers,
         peak_rss_file=peak_file,
     )
     _, err = process.communicate(timeout=3600)
@@ -312,6 +318,8 @@ def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path) -> Non
     peak_mib = int(peak_file.read_text()) / 1024  # the child's own ru_maxrss, KiB on Linux
     assert peak_mib < PEAK_RSS_MIB, err.decode()
     assert "records in: 100000 = processed 100000 + rejected 0" in err.decode()
+    if tiers:
+        assert "first pass: " in err.decode()
 
 
 def test_texts_repeated_within_a_run_are_embedded_once_and_not_called_reused(
