@@ -65,7 +65,9 @@ def kp_view(
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
-                process.wait(timeout=10)
+                # 30 s, not 10: late in a full suite on 2 busy cores, a clean Ctrl-C stop once
+                # took longer than 10 s and the kill turned it into exit -9.
+                process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
