@@ -71,11 +71,7 @@ def curate_on_ray(
     texts = [trace.embedding_text for trace in canonical]
     cheap = None
     if first_pass is not None and canonical:
-        threshold = (
-            candidate_similarity
-            if candidate_similarity is not None
-            else candidate_threshold(similarity)
-        )
+        threshold = candidate_threshold(similarity, candidate_similarity)
         rows = embed_traces(first_pass, canonical, batch_size)
         cheap = PrecomputedEmbedder(texts, rows, first_pass.name)
         in_pair, _ = candidate_rows(exact_rows(rows), threshold)

@@ -117,8 +117,11 @@ class CurationResult:
         return sum(len(group.duplicates) for group in self.groups)
 
 
-def candidate_threshold(similarity: float) -> float:
-    """The static cosine from which a pair is a candidate for ``similarity`` (MiniLM)."""
+def candidate_threshold(similarity: float, chosen: float | None = None) -> float:
+    """The static cosine from which a pair is a candidate for ``similarity`` (MiniLM):
+    ``chosen`` when the user chose one, else the calibrated default."""
+    if chosen is not None:
+        return chosen
     return 1.0 - CANDIDATE_GAP_FACTOR * (1.0 - similarity)
 
 
@@ -170,11 +173,7 @@ def curate(
         vectors = embed_traces(embedder, canonical, batch_size)
         stored_nearest = _nearest_stored(kb, vectors)
     else:
-        threshold = (
-            candidate_similarity
-            if candidate_similarity is not None
-            else candidate_threshold(similarity)
-        )
+        threshold = candidate_threshold(similarity, candidate_similarity)
         tiers = _tiered_neighbours(
             first_pass, embedder, canonical, similarity, threshold, batch_size
         )

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,28 @@ class VectorSpool:
             placed.append(self.size)
             self.size += 1
         return placed
+
+    def fill(
+        self, texts: list[str], embed: Callable[[list[str]], FloatArray], batch_size: int
+    ) -> tuple[list[int], int, int]:
+        """The rows of ``texts``' vectors, ``embed`` called (``batch_size`` texts at most per
+        call) on each text without one, once: a text met again takes the row made for it.
+        Returns the rows, the texts embedded, and the texts whose row an earlier run left."""
+        digests = [text_digest(text) for text in texts]
+        missing: dict[bytes, str] = {}
+        reused = 0
+        for digest, text in zip(digests, texts):
+            row = self.row_of(digest)
+            if row is None:
+                missing.setdefault(digest, text)
+            elif row < self.stored_before:
+                reused += 1
+        keys, made = list(missing), list(missing.values())
+        for start in range(0, len(made), batch_size):
+            batch = made[start : start + batch_size]
+            self.append(keys[start : start + len(batch)], embed(batch))
+        rows = [self._rows[digest] for digest in digests]
+        return rows, len(made), reused
 
     def matrix(self) -> np.memmap[Any, np.dtype[np.float32]]:
         """Every row, memory-mapped (read-only); call again after appending."""

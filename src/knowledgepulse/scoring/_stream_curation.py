@@ -45,7 +45,7 @@ from ._curation import (
 )
 from ._nearby import ANN_FROM, NearLists, near_lists, release
 from ._profiles import ProfileRegistry, global_registry
-from ._spool import DECIDER_DIR, SCRATCH_FILES, LineSpool, VectorSpool, text_digest
+from ._spool import DECIDER_DIR, SCRATCH_FILES, LineSpool, VectorSpool
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -105,11 +105,7 @@ class StreamingCuration:
         self.first_pass = first_pass
         self.candidate_similarity: float | None = None
         if first_pass is not None:
-            self.candidate_similarity = (
-                candidate_similarity
-                if candidate_similarity is not None
-                else candidate_threshold(similarity)
-            )
+            self.candidate_similarity = candidate_threshold(similarity, candidate_similarity)
         # The vectors made while reading: the first pass's when there is one.
         self.reading_embedder = first_pass if first_pass is not None else embedder
         self.similarity = similarity
@@ -171,34 +167,28 @@ class StreamingCuration:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        digests = [text_digest(text) for _, _, text in pending]
-        # Each text without a vector yet, once: a text met again in this run (same steps, other
-        # id) takes the row made for it, and only rows an earlier run left count as reused.
-        missing: dict[bytes, str] = {}
-        for digest, (_, _, text) in zip(digests, pending):
-            row = self.spool.row_of(digest)
-            if row is None:
-                missing.setdefault(digest, text)
-            elif row < self.spool.stored_before:
-                self.reused += 1
-        if missing:
-            started = time.perf_counter()
-            vectors = unit_rows(self.reading_embedder.embed(list(missing.values())))
-            self.timings.embed += time.perf_counter() - started
-            self.spool.append(list(missing), vectors)
-            self.embedded += len(missing)
-        rows = [self.spool.row_of(digest) for digest in digests]
+        # Each text without a vector yet is embedded once; only rows an earlier run left count
+        # as reused (a text met again in this run takes the row made for it).
+        started = time.perf_counter()
+        rows, made, reused = self.spool.fill(
+            [text for _, _, text in pending], self._embed_read, len(pending)
+        )
+        self.timings.embed += time.perf_counter() - started
+        self.embedded += made
+        self.reused += reused
         nearest: list[tuple[str, float] | None] = [None] * len(pending)
         if self.kb is not None and len(self.kb):
-            for i, vector in enumerate(self.spool.rows([int(r) for r in rows if r is not None])):
+            for i, vector in enumerate(self.spool.rows(rows)):
                 hits = self.kb.search(vector, 1)
                 nearest[i] = (hits[0].id, hits[0].similarity) if hits else None
         for (index, trace, _), row, near in zip(pending, rows, nearest):
-            assert row is not None
             self._rows[index] = row
             self._values[index] = trace_value(trace, near, self.registry)
             if near is not None and near[1] >= self.similarity:
                 self._stored[index] = near
+
+    def _embed_read(self, texts: list[str]) -> Any:
+        return unit_rows(self.reading_embedder.embed(texts))
 
     def finish_reading(self) -> None:
         """Embed what waits for a batch and close the line spool."""
@@ -353,34 +343,19 @@ class _Decider:
     def _rows_of(self, positions: list[int]) -> list[int]:
         """The decider's spool rows of ``positions``, embedding the texts without one."""
         curation = self.curation
-        missing: dict[bytes, str] = {}
-        waiting: list[tuple[int, bytes]] = []
-        for position in positions:
-            if self.rows[position] >= 0:
-                continue
-            text = self._text(int(self.order[position]))
-            digest = text_digest(text)
-            row = self.spool.row_of(digest)
-            if row is None:
-                missing.setdefault(digest, text)
-                waiting.append((position, digest))
-                continue
-            if row < self.spool.stored_before:
-                curation.decided_reused += 1
-            self.rows[position] = row
-        if missing:
-            digests, texts = list(missing), list(missing.values())
+        new = [p for p in positions if self.rows[p] < 0]
+        if new:
+            texts = [self._text(int(self.order[p])) for p in new]
             started = time.perf_counter()
-            for start in range(0, len(texts), curation.batch_size):
-                batch = texts[start : start + curation.batch_size]
-                vectors = unit_rows(curation.embedder.embed(batch))
-                self.spool.append(digests[start : start + len(batch)], vectors)
+            rows, made, reused = self.spool.fill(
+                texts,
+                lambda batch: unit_rows(curation.embedder.embed(batch)),
+                curation.batch_size,
+            )
             curation.timings.embed += time.perf_counter() - started
-            curation.decided_embedded += len(texts)
-        for position, digest in waiting:
-            row = self.spool.row_of(digest)
-            assert row is not None
-            self.rows[position] = row
+            curation.decided_embedded += made
+            curation.decided_reused += reused
+            self.rows[new] = rows
         return [int(self.rows[p]) for p in positions]
 
     def _text(self, index: int) -> str:
