@@ -9,10 +9,12 @@ Per size, each measured in its own process (so that each peak RSS is its own):
 
 - ``kp curate --first-pass static`` through the CLI (whichever version is installed): wall time,
   traces/s, tokens/s, peak RSS;
-- the static pass alone (``knowledgepulse`` static embedder over the whole traces): tokenising
-  and pooling timed apart, which says which of the two bounds it;
+- the static pass alone (``knowledgepulse`` static embedder over the whole traces, 10,000 at a
+  time): tokenising and pooling timed apart, which says which of the two bounds it;
 - SemHash (``semhash``) self-deduplication with the same static table as a model2vec model
-  (SemHash cuts each text at 512 tokens: compared per token seen);
+  (SemHash reads each text's first 512 tokens: compared per token read; each text is handed to
+  it cut to the characters that hold those tokens, :func:`semhash_input`, so that 10^6 fit in
+  memory; its embedding alone is timed on the first 100,000);
 - SemHash with sentence-transformers all-MiniLM-L6-v2 (cut at 256 tokens), on the first
   ``minilm_traces`` traces only: its time per trace is the point, not the whole pile.
 
@@ -24,12 +26,14 @@ measured, with that reason.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +41,13 @@ from ._figures import Figure, report
 
 #: kp curate's default near-duplicate similarity; SemHash runs at the same threshold.
 SIMILARITY = 0.95
+#: The tokens of a text that SemHash's model2vec encoder reads (its default max_length).
+SEMHASH_TOKENS = 512
+#: Characters of a text handed to SemHash when they hold its SEMHASH_TOKENS tokens
+#: (:func:`semhash_input`); ~4.2 characters per token in these traces.
+SEMHASH_CHARS = 4_096
+#: Texts whose embedding alone SemHash is timed on (the per-token comparison).
+SEMHASH_ENCODE_SAMPLE = 100_000
 
 
 def write_pile(path: Path, size: int, seed: int = 11) -> Path:
@@ -49,17 +60,45 @@ def write_pile(path: Path, size: int, seed: int = 11) -> Path:
     return path
 
 
-def _texts(path: Path, limit: int | None) -> list[str]:
-    """The embedded text of each trace of the pile (its first ``limit``)."""
+def _text_chunks(path: Path, limit: int | None, size: int = 10_000) -> Iterator[list[str]]:
+    """The embedded text of each trace of the pile (its first ``limit``), ``size`` at a time:
+    a worker holds one chunk of texts, not the pile (10^6 traces are ~10 GB of text)."""
     import knowledgepulse as kp
 
-    texts: list[str] = []
+    chunk: list[str] = []
+    read = 0
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
-            if limit is not None and len(texts) >= limit:
+            if limit is not None and read >= limit:
                 break
-            texts.append(kp.ReasoningTrace.model_validate_json(line).embedding_text)
-    return texts
+            chunk.append(kp.ReasoningTrace.model_validate_json(line).embedding_text)
+            read += 1
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def semhash_input(text: str, tokens: Callable[[str], int]) -> tuple[str, int]:
+    """What SemHash is handed for ``text``, and the tokens of it that SemHash reads.
+
+    SemHash's model2vec encoder reads a text's first :data:`SEMHASH_TOKENS` tokens. Handing it
+    the text's first :data:`SEMHASH_CHARS` characters, cut after a whitespace character, keeps
+    those tokens whole (BERT's pre-tokeniser splits at whitespace, so the cut text's tokens are
+    the first tokens of the text) where the cut text still has that many: then its embedding is
+    the same, and 10^6 texts fit in memory. The whole text's digest follows the cut, past the
+    tokens read: SemHash first merges exactly equal texts, and two texts equal only up to the
+    cut must stay two. A cut text with fewer tokens is not used: the whole text is. ``tokens``
+    counts a text's tokens (with no [UNK]s: never more than the tokenizer's).
+    """
+    if len(text) > SEMHASH_CHARS:
+        end = max(text.rfind(" ", 0, SEMHASH_CHARS), text.rfind("\n", 0, SEMHASH_CHARS)) + 1
+        cut = text[:end]
+        if cut and tokens(cut) >= SEMHASH_TOKENS:
+            digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+            return f"{cut} {digest}", SEMHASH_TOKENS
+    return text, min(tokens(text), SEMHASH_TOKENS)
 
 
 def _peak_mib() -> float:
@@ -70,28 +109,36 @@ def _peak_mib() -> float:
 
 def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
     """One measurement in this process (see the module); a JSON-able result."""
-    texts = _texts(path, limit)
     from knowledgepulse.embedding._static import StaticEmbedder
 
     static = StaticEmbedder()
     static.warm_up()
     if kind == "static":
-        # The pass as kp curate runs it (embed: chunk cache, counts), then the tokens it read
-        # (token_ids: the same tokens in text order), untimed but for the split below.
-        started = time.perf_counter()
-        static.embed(texts)
-        done = time.perf_counter()
-        ids = static.token_ids(texts)
-        tokenised = time.perf_counter()
+        # The pass as kp curate runs it (embed: chunk cache, counts), chunk by chunk, then the
+        # tokens it read (token_ids: the same tokens in text order), timed apart for the split
+        # below; reading the pile is not timed.
+        traces = tokens = 0
+        seconds = token_ids_s = 0.0
+        for texts in _text_chunks(path, limit):
+            started = time.perf_counter()
+            static.embed(texts)
+            done = time.perf_counter()
+            ids = static.token_ids(texts)
+            seconds += done - started
+            token_ids_s += time.perf_counter() - done
+            traces += len(texts)
+            tokens += sum(len(i) for i in ids)
         return {
-            "traces": len(texts),
-            "tokens": sum(len(i) for i in ids),
-            "token_ids_s": tokenised - done,
-            "seconds": done - started,
+            "traces": traces,
+            "tokens": tokens,
+            "token_ids_s": token_ids_s,
+            "seconds": seconds,
             "peak_mib": _peak_mib(),
         }
     from semhash import SemHash
 
+    texts = []
+    seen = cut = 0
     if kind == "semhash-static":
         import tokenizers
         from model2vec import StaticModel
@@ -99,10 +146,21 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
         loaded = static.model
         tokenizer = tokenizers.Tokenizer.from_file(str(loaded.model_dir / "tokenizer.json"))
         model: Any = StaticModel(vectors=loaded.table, tokenizer=tokenizer, normalize=True)
-        seen = sum(min(len(i), 512) for i in static.token_ids(texts))
+        for chunk in _text_chunks(path, limit):
+            for text in chunk:
+                handed, read = semhash_input(text, lambda t: len(static.token_ids([t])[0]))
+                texts.append(handed)
+                seen += read
+                cut += len(handed) < len(text)
+        # The embedding alone, to compare with the static pass per token: on the first
+        # SEMHASH_ENCODE_SAMPLE texts (its rate per token does not depend on the pile's size).
+        sample = texts[:SEMHASH_ENCODE_SAMPLE]
         started = time.perf_counter()
-        model.encode(texts)  # the embedding alone, to compare with the static pass per token
+        model.encode(sample)
         encode_s: float | None = time.perf_counter() - started
+        encode_tokens: int | None = sum(
+            min(len(i), SEMHASH_TOKENS) for i in static.token_ids(sample)
+        )
     else:
         import torch
         from sentence_transformers import SentenceTransformer
@@ -112,9 +170,10 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
         torch.set_num_threads(os.cpu_count() or 1)
         model = SentenceTransformer(str(resolve_model_dir(None)[0]), device="cpu")
         tokenizer = model.tokenizer
-        cut = int(model.max_seq_length)
-        seen = sum(min(len(tokenizer(t)["input_ids"]), cut) for t in texts)
-        encode_s = None
+        window = int(model.max_seq_length)
+        texts = [t for chunk in _text_chunks(path, limit) for t in chunk]
+        seen = sum(min(len(tokenizer(t)["input_ids"]), window) for t in texts)
+        encode_s = encode_tokens = None
     started = time.perf_counter()
     semhash = SemHash.from_records(texts, model=model)
     indexed = time.perf_counter()
@@ -123,7 +182,9 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
     return {
         "traces": len(texts),
         "tokens_seen": seen,
+        "cut": cut,
         "encode_s": encode_s,
+        "encode_tokens": encode_tokens,
         "index_s": indexed - started,
         "dedup_s": done - indexed,
         "seconds": done - started,
@@ -281,12 +342,17 @@ def _report_semhash(
             "tokens/s",
             note=f"{result['traces'] / result['seconds']:,.1f} traces/s; embed+index "
             f"{result['index_s']:.1f} s, dedup {result['dedup_s']:.1f} s; kept "
-            f"{result['kept']:,} at {SIMILARITY}; peak RSS {result['peak_mib']:.0f} MiB",
+            f"{result['kept']:,} at {SIMILARITY}; peak RSS {result['peak_mib']:.0f} MiB"
+            + (
+                f"; {result['cut']:,} texts handed cut to their first {SEMHASH_TOKENS} tokens"
+                if result.get("cut")
+                else ""
+            ),
         )
     )
     if isinstance(static, dict) and result["encode_s"]:
         ours = static["tokens"] / static["seconds"]
-        theirs = result["tokens_seen"] / result["encode_s"]
+        theirs = result["encode_tokens"] / result["encode_s"]
         report(
             Figure(
                 "  static pass / SemHash's embedding (model2vec), per token",

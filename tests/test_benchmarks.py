@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +37,19 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
             "mcp",
             "--skip",
             "curation",
+            # The curation-scale section's code on a small pile: kp curate runs on 300 traces
+            # only where the CPU's MiniLM is fast enough for 30 s (on 2 cores it is not).
+            "--curation-sizes",
+            "300",
+            "--curation-budget",
+            "30",
             "--json",
             str(out_json),
         ],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # a smoke run: the ANN builds alone take minutes on 2 busy cores
     )
     assert result.returncode == 0, result.stderr
     for name in (
@@ -93,3 +100,44 @@ def test_knowledge_base_figures_at_a_small_size(capsys: pytest.CaptureFixture[st
     ]
     assert all(f.value is not None for f in _figures.FIGURES[before:])
     assert "ANN recall@1" in capsys.readouterr().out
+
+
+def test_semhash_is_handed_texts_whose_embedding_it_reads_unchanged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The curation-scale section hands SemHash each text cut to the characters holding the
+    512 tokens it reads (so that 10^6 texts fit in memory): its embedding of every cut text is
+    the one of the whole text, and the tokens counted for it are the ones it reads."""
+    model2vec = pytest.importorskip("model2vec")
+    tokenizers = pytest.importorskip("tokenizers")
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks import _corpus
+    from benchmarks._curation_scale import SEMHASH_CHARS, SEMHASH_TOKENS, semhash_input
+
+    import knowledgepulse as kp
+    from knowledgepulse.embedding import _static
+    from knowledgepulse.embedding._minilm import resolve_model_dir
+
+    model_dir = resolve_model_dir(None)[0]
+    if model_dir is None or not _corpus.TAU_BENCH.is_file():
+        pytest.skip("MiniLM files or tau-bench not installed")
+    tokens = _static._Tokens(model_dir)
+    tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    # Any table: what is compared is which tokens the encoder reads.
+    table = np.random.default_rng(0).standard_normal((tokenizer.get_vocab_size(), 16))
+    model = model2vec.StaticModel(vectors=table.astype(np.float32), tokenizer=tokenizer)
+    texts = [kp.ReasoningTrace.model_validate(t).embedding_text for t in _corpus.tau_bench_traces()]
+    # Two texts equal up to the cut: SemHash, which merges equal texts, must still see two.
+    texts.append(texts[0] + " and one more word")
+    handed = [semhash_input(text, lambda t: len(tokens.ids([t])[0])) for text in texts]
+    cut = [i for i, (h, _) in enumerate(handed) if h != texts[i]]
+    assert len(cut) > 100  # most conversations are longer than the cut
+    assert len({h for h, _ in handed}) == len(set(texts)) == len(texts)
+    for text, (given, read) in zip(texts, handed):
+        assert read == min(len(tokens.ids([text])[0]), SEMHASH_TOKENS)
+        if given != text:  # the text's first characters, then its 32-hex-digit digest
+            start, digest = given[:-33], given[-33:]
+            assert text.startswith(start) and len(start) <= SEMHASH_CHARS
+            assert digest[0] == " " and len(digest) == 33
+    whole = model.encode([texts[i] for i in cut])
+    assert np.array_equal(model.encode([handed[i][0] for i in cut]), whole)
