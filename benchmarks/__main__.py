@@ -491,8 +491,9 @@ def bench_curation(quick: bool, copies: int | None) -> None:
             "",
             0.99,
             lower_is_better=False,
-            note=f"{r['reference_pairs']} MiniLM pairs; candidate threshold "
-            f"{r['candidate_similarity']:.3f}; {r['candidate_pairs']:,} candidate pairs",
+            note=f"{r['reference_pairs']} MiniLM pairs, {r['pairs_at_threshold']:,} of all "
+            f"pairs within 0.001 of S; candidate threshold {r['candidate_similarity']:.3f}; "
+            f"{r['candidate_pairs']:,} candidate pairs",
         )
     )
     report(

@@ -74,6 +74,9 @@ def edited_copy(
     return trace
 
 
+#: How near S a MiniLM cosine counts as at the threshold (see measure()).
+NEAR_THRESHOLD = 1e-3
+
 #: Static cosines at which curation decided by the static vectors alone is compared.
 STATIC_ONLY_THRESHOLDS = (0.99, 0.995, 0.997, 0.998, 0.999, 0.9995, 0.9998)
 
@@ -132,6 +135,9 @@ def measure(
     sims = unit @ unit.T
     np.fill_diagonal(sims, -1.0)
     reference_pairs = int((sims >= similarity).sum()) // 2
+    # Pairs whose MiniLM cosine is within NEAR_THRESHOLD of S: the decisions a cheaper decider
+    # would have to reproduce to that precision to keep MiniLM's groups.
+    at_threshold = int((np.abs(sims - similarity) < NEAR_THRESHOLD).sum()) // 2
     cheap_sims = static_vectors @ static_vectors.T
     threshold = candidate_threshold(similarity)
     found = int(((sims >= similarity) & (cheap_sims >= threshold)).sum()) // 2
@@ -159,6 +165,7 @@ def measure(
         "minilm_seconds": minilm_seconds,
         "minilm_name": minilm.name,
         "reference_pairs": reference_pairs,
+        "pairs_at_threshold": at_threshold,
         "pair_recall": found / reference_pairs if reference_pairs else 1.0,
         "missed_pair_static_max": float(cheap_sims[missed].max()) if missed.any() else None,
         "candidate_pairs": tiered.candidate_pairs,

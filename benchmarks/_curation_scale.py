@@ -151,7 +151,7 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
                 handed, read = semhash_input(text, lambda t: len(static.token_ids([t])[0]))
                 texts.append(handed)
                 seen += read
-                cut += len(handed) < len(text)
+                cut += handed != text
         # The embedding alone, to compare with the static pass per token: on the first
         # SEMHASH_ENCODE_SAMPLE texts (its rate per token does not depend on the pile's size).
         sample = texts[:SEMHASH_ENCODE_SAMPLE]
@@ -199,6 +199,8 @@ def _run_worker(kind: str, path: Path, limit: int | None) -> dict[str, Any] | st
     if limit is not None:
         command.append(str(limit))
     done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode < 0:  # no word from the worker (SIGKILL: the out-of-memory killer?)
+        return f"killed by signal {-done.returncode}"
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         return lines[-1] if lines else f"exit {done.returncode}"
