@@ -21,6 +21,7 @@ import ipaddress
 import json
 import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -79,6 +80,7 @@ class ViewerServer:
         server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
         self._server = server_class((host, port), handler)
         self._thread: threading.Thread | None = None
+        self._serving = threading.Event()  # set while serve_forever runs
 
     @property
     def url(self) -> str:
@@ -90,16 +92,26 @@ class ViewerServer:
 
     def start(self) -> ViewerServer:
         # A short poll: close() (and so every test's teardown) waits for one poll at most.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="kp-view", daemon=True
-        )
+        self._serving.set()
+        self._thread = threading.Thread(target=self._serve, name="kp-view", daemon=True)
         self._thread.start()
         return self
 
+    def _serve(self) -> None:
+        try:
+            self._server.serve_forever(0.05)
+        finally:
+            self._serving.clear()
+
     def wait(self) -> None:
-        """Block until the server stops (a KeyboardInterrupt here stops waiting)."""
-        while self._thread is not None and self._thread.is_alive():
-            self._thread.join(timeout=0.5)
+        """Block until the server stops (a KeyboardInterrupt here stops waiting).
+
+        Sleeps and looks, rather than joining the thread: a KeyboardInterrupt that lands
+        inside ``Thread.join()`` can leave the thread's state lock taken, and the join in
+        :meth:`close` then waits forever (``kp view`` hung on Ctrl-C on a busy machine).
+        """
+        while self._thread is not None and self._serving.is_set():
+            time.sleep(0.2)
 
     def close(self) -> None:
         if self._thread is not None:
