@@ -139,6 +139,7 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
 
     texts = []
     seen = cut = 0
+    encode_tokens = 0  # the tokens SemHash reads of its first SEMHASH_ENCODE_SAMPLE texts
     if kind == "semhash-static":
         import tokenizers
         from model2vec import StaticModel
@@ -152,15 +153,14 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
                 texts.append(handed)
                 seen += read
                 cut += handed != text
+                if len(texts) <= SEMHASH_ENCODE_SAMPLE:
+                    encode_tokens += read
         # The embedding alone, to compare with the static pass per token: on the first
         # SEMHASH_ENCODE_SAMPLE texts (its rate per token does not depend on the pile's size).
         sample = texts[:SEMHASH_ENCODE_SAMPLE]
         started = time.perf_counter()
         model.encode(sample)
         encode_s: float | None = time.perf_counter() - started
-        encode_tokens: int | None = sum(
-            min(len(i), SEMHASH_TOKENS) for i in static.token_ids(sample)
-        )
     else:
         import torch
         from sentence_transformers import SentenceTransformer
@@ -173,7 +173,7 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
         window = int(model.max_seq_length)
         texts = [t for chunk in _text_chunks(path, limit) for t in chunk]
         seen = sum(min(len(tokenizer(t)["input_ids"]), window) for t in texts)
-        encode_s = encode_tokens = None
+        encode_s = None
     started = time.perf_counter()
     semhash = SemHash.from_records(texts, model=model)
     indexed = time.perf_counter()
