@@ -392,6 +392,8 @@ def test_curate_stopped_while_embedding_accounts_and_keeps_the_vectors(
             [
                 *kp_command(),
                 "curate",
+                "--by",
+                "embedding",
                 str(source),
                 "-o",
                 str(kept),

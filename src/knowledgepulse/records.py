@@ -66,6 +66,9 @@ class _Line:
         for name in self.OMIT_WHEN_NONE:
             if data.get(name) in (None, {}):
                 data.pop(name, None)
+        for item in data.get("duplicates") or ():  # a group line's members: no null relation
+            if isinstance(item, dict) and item.get("relation", "") is None:
+                del item["relation"]
         return data
 
     def to_json(self) -> str:
@@ -236,14 +239,27 @@ class EvalRecord(_Line, EvaluationResult):
 OutputRecord = ScoreRecord | EvalRecord
 
 
+#: The relations a group line names (knowledgepulse.copies, --by task).
+Relation = Literal["exact", "near_copy", "same_task"]
+
+
 class GroupDuplicate(BaseModel):
     """A trace dropped as a near-duplicate of the kept one."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
-    similarity: float = Field(description="Cosine similarity to the kept trace (6 decimals).")
+    similarity: float = Field(
+        description="Similarity to the kept trace (6 decimals): for copies the estimated "
+        "Jaccard similarity of word shingles (1.0 for an exact copy), for --by embedding the "
+        "cosine of whole-trace vectors."
+    )
     value: float | None = Field(description="Its value score (None: a stored trace's unknown).")
+    relation: Relation | None = Field(
+        default=None,
+        description="What joined it to the kept trace: exact (the same normalised text), "
+        "near_copy (estimated Jaccard ≥ the threshold), same_task; absent for --by embedding.",
+    )
 
 
 class GroupRecord(_Line, BaseModel):
@@ -252,8 +268,15 @@ class GroupRecord(_Line, BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
+    OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ("relation",)
+
     schema_: Literal["knowledgepulse.groups/1"] = Field(default=GROUPS_SCHEMA, alias="schema")
     kept: str = Field(description="The trace kept, or the stored trace of the knowledge base.")
+    relation: Relation | None = Field(
+        default=None,
+        description="exact when every member is an exact copy, else near_copy or same_task; "
+        "absent for --by embedding.",
+    )
     duplicates: list[GroupDuplicate] = Field(description="Most similar first, then by id.")
     reason: str
 

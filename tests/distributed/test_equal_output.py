@@ -109,6 +109,8 @@ def test_kp_curate_on_ray_equals_local(
         code = main(
             [
                 "curate",
+                "--by",
+                "embedding",
                 "--from",
                 "openai",
                 str(tau_bench),
@@ -145,7 +147,16 @@ def test_kp_curate_first_pass_on_ray_equals_local(
     written, said = {}, {}
     for engine in ("local", "ray"):
         kept, groups = tmp_path / f"{engine}-kept.jsonl", tmp_path / f"{engine}-groups.jsonl"
-        argv = ["curate", str(source), "-o", str(kept), "--groups", str(groups)]
+        argv = [
+            "curate",
+            "--by",
+            "embedding",
+            str(source),
+            "-o",
+            str(kept),
+            "--groups",
+            str(groups),
+        ]
         argv += ["--similarity", "0.9", "--first-pass", "static", "--candidate-similarity"]
         code = main([*argv, "0.88", "--engine", engine])
         said[engine] = capsys.readouterr().err

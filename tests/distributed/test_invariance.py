@@ -91,6 +91,8 @@ def test_kp_curate_is_byte_identical_across_batches_workers_and_ray(
         code = main(
             [
                 "curate",
+                "--by",
+                "embedding",
                 str(source),
                 "-o",
                 str(kept),

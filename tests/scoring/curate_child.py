@@ -60,6 +60,9 @@ def main() -> int:
         )
 
     embedding.choose_embedder = choose
+    # This child runs the embedding curation (the embedder above); copies need no child.
+    if sys.argv[1:2] == ["curate"] and "--by" not in sys.argv:
+        sys.argv[2:2] = ["--by", "embedding"]
     try:
         return int(kp_main())  # argv from the command line: kp is the process
     finally:

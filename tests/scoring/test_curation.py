@@ -112,7 +112,18 @@ def test_kp_curate_writes_kept_traces_and_groups(
     source.write_text("".join(json.dumps(t) + "\n" for t in pile()) + "{broken\n")
     kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
     code = main(
-        ["curate", str(source), "-o", str(kept), "--groups", str(groups), "--similarity", "0.8"]
+        [
+            "curate",
+            "--by",
+            "embedding",
+            str(source),
+            "-o",
+            str(kept),
+            "--groups",
+            str(groups),
+            "--similarity",
+            "0.8",
+        ]
     )
     _, err = capsys.readouterr()
     assert code == 1  # the broken line
@@ -141,7 +152,7 @@ def test_kp_curate_first_pass_static_proposes_and_minilm_decides(
     source = tmp_path / "pile.jsonl"
     source.write_text("".join(json.dumps(t) + "\n" for t in pile()))
     kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
-    argv = ["curate", str(source), "-o", str(kept), "--groups", str(groups)]
+    argv = ["curate", "--by", "embedding", str(source), "-o", str(kept), "--groups", str(groups)]
     argv += ["--similarity", "0.8", "--first-pass", "static", "--candidate-similarity", "0.8"]
     assert main(argv) == 0
     _, err = capsys.readouterr()
@@ -166,7 +177,16 @@ def test_kp_curate_first_pass_usage_errors(
 ) -> None:
     source = tmp_path / "pile.jsonl"
     source.write_text("".join(json.dumps(t) + "\n" for t in pile()))
-    argv = ["curate", str(source), "-o", str(tmp_path / "k"), "--groups", str(tmp_path / "g")]
+    argv = [
+        "curate",
+        "--by",
+        "embedding",
+        str(source),
+        "-o",
+        str(tmp_path / "k"),
+        "--groups",
+        str(tmp_path / "g"),
+    ]
     assert main(argv + extra) == 2
     assert message in capsys.readouterr().err
 
@@ -423,6 +443,8 @@ def test_curate_takes_profiles_like_score(
     code = main(
         [
             "curate",
+            "--by",
+            "embedding",
             "examples/traces.jsonl",
             "-o",
             str(tmp_path / "kept.jsonl"),

@@ -224,7 +224,16 @@ def test_kp_curate_streams_to_the_same_files_and_cleans_its_work_dir(tmp_path: P
     write_pile(source, traces)
     kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
     process = run_child(
-        "curate", str(source), "-o", str(kept), "--groups", str(groups), "--similarity", "0.8"
+        "curate",
+        "--by",
+        "embedding",
+        str(source),
+        "-o",
+        str(kept),
+        "--groups",
+        str(groups),
+        "--similarity",
+        "0.8",
     )
     _, err = process.communicate(timeout=300)
     assert process.returncode == 0, err.decode()
@@ -245,6 +254,8 @@ def test_a_stopped_run_keeps_its_embeddings_for_the_next(tmp_path: Path, sig: in
     kept, groups, work = tmp_path / "kept.jsonl", tmp_path / "g.jsonl", tmp_path / "work"
     args = (
         "curate",
+        "--by",
+        "embedding",
         str(source),
         "-o",
         str(kept),
@@ -303,6 +314,8 @@ def test_kp_curate_on_100k_traces_stays_in_bounded_memory(tmp_path: Path, tiers:
     peak_file = tmp_path / "peak-rss-kib"
     process = run_child(
         "curate",
+        "--by",
+        "embedding",
         str(source),
         "-o",
         str(kept),

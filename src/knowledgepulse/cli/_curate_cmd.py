@@ -41,12 +41,15 @@ from ._run import (
     "curate",
     epilog=(
         PATHS_HELP
-        + "\n\b\nThe kept set does not depend on the order of the input: near-duplicates\n"
-        "(cosine >= S) are grouped, and each group keeps its highest-value trace (ties: the\n"
-        "smallest id). With --kb, what is already stored counts as seen.\n\n"
+        + "\n\b\nThe kept set does not depend on the order of the input: copies of one run\n"
+        "(the same normalised text: exact; or an estimated Jaccard similarity of word\n"
+        "shingles >= S: near_copy) are grouped around a kept trace, each group keeping its\n"
+        "highest-value trace (ties: the smallest id). No embedder is used. With --kb, a copy\n"
+        "of a stored trace is dropped. --by embedding groups by whole-trace MiniLM cosine\n"
+        "instead (retired as the default: docs/knowledge-base.md says why).\n\n"
         "\b\nExamples:\n"
         "  kp curate traces.jsonl -o kept.jsonl --groups groups.jsonl\n"
-        "  kp curate --from openai tau-bench.json --similarity 0.95 -o kept.jsonl --groups g.jsonl\n"
+        "  kp curate --from openai tau-bench.json --similarity 0.6 -o kept.jsonl --groups g.jsonl\n"
         "  kp curate new/ --kb team.sqlite -o kept.jsonl --groups groups.jsonl"
     ),
 )
@@ -58,14 +61,25 @@ from ._run import (
     "--groups",
     metavar="GROUPS.jsonl",
     required=True,
-    help="Write one line per group of near-duplicates: kept, duplicates, reason.",
+    help="Write one line per group of copies: kept, relation, duplicates (each with its "
+    "relation and similarity), reason.",
+)
+@click.option(
+    "--by",
+    "decider",
+    type=click.Choice(["copies", "embedding"]),
+    default="copies",
+    show_default=True,
+    help="copies: exact copies by digest, near copies by MinHash of word shingles (no "
+    "embedder). embedding: whole-trace MiniLM cosine (the embedder options apply).",
 )
 @click.option(
     "--similarity",
     type=click.FloatRange(0.0, 1.0, min_open=True),
     default=None,
     metavar="S",
-    help="Cosine similarity from which two traces are near-duplicates (default 0.95).",
+    help="From which similarity two traces are copies: the estimated Jaccard similarity of "
+    "word shingles (default 0.5); with --by embedding the cosine (default 0.95).",
 )
 @click.option(
     "--kb", metavar="FILE|URL", help="A knowledge base whose traces count as already seen."
@@ -106,6 +120,7 @@ def curate_command(
     paths: tuple[str, ...],
     output: str,
     groups: str,
+    decider: str,
     similarity: float | None,
     kb: str | None,
     embedder_choice: str,
@@ -125,25 +140,35 @@ def curate_command(
     workers: int | None,
     quiet: bool,
 ) -> None:
-    """Drop near-duplicates: keep the most valuable trace of each group, whatever the order."""
+    """Drop copies: keep the most valuable trace of each group of copies, whatever the order."""
+    from ..copies import COPY_SIMILARITY
     from ..embedding import choose_embedder
     from ..importers import ImportOptions
     from ..scoring._curation import DEFAULT_SIMILARITY
 
     _check_options(engine, address, workers, first_pass, kb, candidate_similarity, quiet)
+    if decider == "copies" and (first_pass != "none" or candidate_similarity is not None):
+        raise click.UsageError("--first-pass and --candidate-similarity go with --by embedding")
     registry = profile_registry(profiles)
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
-    chosen = choose_embedder(embedder_choice, bulk=True)
-    if chosen.embedder is None:
-        raise click.UsageError(f"kp curate compares embeddings, and there is none: {chosen.reason}")
+    if decider == "copies":
+        chosen = None
+        default_similarity = COPY_SIMILARITY
+    else:
+        chosen = choose_embedder(embedder_choice, bulk=True)
+        if chosen.embedder is None:
+            raise click.UsageError(
+                f"kp curate --by embedding compares embeddings, and there is none: {chosen.reason}"
+            )
+        default_similarity = DEFAULT_SIMILARITY
     job = _Job(
         files=files,
         source_format=source_format,
         options=ImportOptions(task_domain=task_domain, success=success, confidence=confidence),
         output=output,
         groups=groups,
-        threshold=similarity if similarity is not None else DEFAULT_SIMILARITY,
+        threshold=similarity if similarity is not None else default_similarity,
         kb=kb,
         chosen=chosen,
         registry=registry,
@@ -159,6 +184,11 @@ def curate_command(
         quiet=quiet,
         console=stderr_console(),
     )
+    if decider == "copies":
+        from ._curate_copies import curate_copies_in_memory, curate_copies_streaming
+
+        run_copies = curate_copies_in_memory if engine == "ray" else curate_copies_streaming
+        raise click.exceptions.Exit(run_copies(job))
     if engine == "ray":
         raise click.exceptions.Exit(_curate_in_memory(job))
     raise click.exceptions.Exit(_curate_streaming(job))
@@ -212,7 +242,9 @@ class _Job:
             return None
         from ..kb import EmbeddingIdentity, open_knowledge_base
 
-        base = open_knowledge_base(self.kb, EmbeddingIdentity.of(self.chosen.embedder))
+        # Copies need no embedder: the base is opened as it is (its identity unchanged).
+        identity = None if self.chosen is None else EmbeddingIdentity.of(self.chosen.embedder)
+        base = open_knowledge_base(self.kb, identity)
         stack.callback(base.close)
         return base
 

@@ -116,3 +116,14 @@ def ray_curate(
     pool = EmbedPool(factory_for(embedder), workers or cluster_cpus(), 1.0)
     stack.callback(pool.shutdown)
     return curate_on_ray(pile, pool=pool, name=embedder.name, **settings)
+
+
+def ray_curate_copies(
+    stack: ExitStack, pile: list[Any], address: str | None, workers: int | None, **settings: Any
+) -> Any:
+    """:func:`curate_copies_on_ray` on the cluster (connected, and stopped with ``stack``)."""
+    from ._cluster import cluster_cpus
+    from ._curation import curate_copies_on_ray
+
+    _connect(stack, address)
+    return curate_copies_on_ray(pile, workers=workers or cluster_cpus(), **settings)

@@ -33,7 +33,7 @@ from ._workers import EmbedPool, PrecomputedEmbedder
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-__all__ = ["curate_on_ray"]
+__all__ = ["curate_copies_on_ray", "curate_on_ray"]
 
 
 def curate_on_ray(
@@ -96,3 +96,70 @@ def curate_on_ray(
         first_pass=cheap,
         candidate_similarity=candidate_similarity,
     )
+
+
+def _facets_of_batch(batch: dict[str, Any]) -> dict[str, Any]:
+    """A Ray Data batch of trace lines -> their digests and signatures (bytes), in order."""
+    import numpy as np
+
+    from ..copies import copy_facets
+
+    traces = [ReasoningTrace.model_validate_json(line) for line in batch["line"]]
+    facets = copy_facets(traces)
+    return {
+        "position": np.asarray(batch["position"], dtype=np.int64),
+        "digest": np.array([f.digest for f in facets], dtype=object),
+        "signature": np.array(
+            [b"" if f.signature is None else f.signature.tobytes() for f in facets], dtype=object
+        ),
+        "words": np.array([f.words for f in facets], dtype=np.int64),
+    }
+
+
+def curate_copies_on_ray(
+    traces: Iterable[ReasoningTrace | Mapping[str, Any]],
+    *,
+    workers: int,
+    similarity: float,
+    kb: KnowledgeBase | None = None,
+    profiles: ProfileRegistry | None = None,
+    batch_size: int = 256,
+) -> CurationResult:
+    """:func:`~knowledgepulse.scoring._copy_curation.curate_copies` with the copy facets made
+    by Ray Data (``map_batches`` over the pile in id order, ``workers`` at once); the walk runs
+    here over those facets, so the result equals a local run's."""
+    import numpy as np
+
+    from ..copies import CopyFacet
+    from ..scoring._copy_curation import check_similarity, curate_from_facets
+    from ..scoring._curation import trace_value
+    from ..scoring._profiles import global_registry
+
+    check_similarity(similarity)
+    ray = import_ray()
+    registry = profiles if profiles is not None else global_registry().copy()
+    pile = distinct_traces(traces)
+    canonical = sorted(pile, key=lambda t: t.id)
+    facets: list[CopyFacet] = []
+    if canonical:
+        dataset = ray.data.from_items(
+            [{"position": i, "line": trace.to_json()} for i, trace in enumerate(canonical)]
+        )
+        rows = dataset.map_batches(
+            _facets_of_batch,
+            batch_size=batch_size,
+            compute=ray.data.TaskPoolStrategy(size=max(1, workers)),
+        ).take_all()
+        # Blocks may come back in any order: the position says where each belongs.
+        for row in sorted(rows, key=lambda row: int(row["position"])):
+            signature = bytes(row["signature"])
+            facets.append(
+                CopyFacet(
+                    bytes(row["digest"]),
+                    np.frombuffer(signature, dtype=np.uint16).copy() if signature else None,
+                    int(row["words"]),
+                    "run" if signature else "none",
+                )
+            )
+    values = [trace_value(trace, None, registry) for trace in canonical]
+    return curate_from_facets(pile, canonical, values, facets, similarity, kb)

@@ -109,6 +109,7 @@ POSTGRESQL = Dialect(
     vector_out=_float32,
     vector_in=_float32,  # read as float32 arrays already (register_vector)
     time_in=_time_text,
+    blob_type="bytea",
 )
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
+from ..copies import CopyFacet
 from ..memory._cache import Admit, Nearest
 from ._base import EmbeddingIdentity, FloatArray, Hit, KnowledgeBaseStats, StoredTrace
+from ._copies import StoredCopy
 from ._keys import ApiKey, ListedTrace, TraceAccess, Viewer
 
 __all__ = ["KnowledgeBase"]
@@ -66,6 +68,10 @@ class KnowledgeBase(Protocol):
         """The ``k`` stored traces most similar to a stored one (not itself)."""
 
     def stats(self) -> KnowledgeBaseStats: ...
+
+    def stored_copy(self, facet: CopyFacet, similarity: float) -> StoredCopy | None:
+        """The stored trace ``facet``'s trace is a copy of (exact first, else the nearest
+        near copy at estimated Jaccard ≥ ``similarity``), or None."""
 
     def check(self) -> list[str]:
         """Problems found (empty: the base is sound)."""

@@ -37,6 +37,7 @@ from ._base import (
     unit_rows,
     utc_now,
 )
+from ._copies import CopyStoreMixin
 from ._keys import AccessMixin
 
 __all__ = ["INDEX_MODES", "Dialect", "SQLKnowledgeBase", "new_meta_rows"]
@@ -94,6 +95,8 @@ class Dialect:
     vector_in: Callable[[Any], FloatArray]
     #: A stored time as ISO 8601 text (UTC, milliseconds, ``Z``).
     time_in: Callable[[Any], str]
+    #: The column type of bytes (copy facets).
+    blob_type: str = "BLOB"
 
 
 def new_meta_rows() -> list[tuple[str, str]]:
@@ -101,7 +104,7 @@ def new_meta_rows() -> list[tuple[str, str]]:
     return [("format", FORMAT_NAME), ("version", str(FORMAT_VERSION)), ("created_at", utc_now())]
 
 
-class SQLKnowledgeBase(AccessMixin):
+class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
     """A knowledge base in an SQL database; a :class:`~knowledgepulse.NoveltyMemory`.
 
     Subclasses set :attr:`dialect`, open their connection and call :meth:`_check_format` and
@@ -269,6 +272,7 @@ class SQLKnowledgeBase(AccessMixin):
         with self._write():
             self._execute("DELETE FROM traces")
             self._forget_vectors()
+            self._forget_copies()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -380,7 +384,9 @@ class SQLKnowledgeBase(AccessMixin):
             )
             for item in items
         ]
-        return self._executemany(d.insert_trace, rows)
+        added = self._executemany(d.insert_trace, rows)
+        self._store_new_facets([(item.id, item.trace) for item in items])
+        return added
 
     def _write_rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
         with self._transaction():

@@ -70,6 +70,9 @@ class Duplicate:
     id: str
     similarity: float
     value: float | None = None
+    #: What joined it to the kept trace: ``exact`` or ``near_copy`` (copies), ``same_task``,
+    #: or None (a whole-trace cosine, ``--by embedding``).
+    relation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class DuplicateGroup:
     reason: str
     kept_value: float | None = None
     stored: bool = False
+    #: The group's relation: the weakest of its members' (``exact`` only when every member is
+    #: an exact copy), None for whole-trace cosine groups.
+    relation: str | None = None
 
     def record(self) -> GroupRecord:
         """The group as the line ``kp curate --groups`` writes (``knowledgepulse.groups/1``)."""
@@ -88,8 +94,11 @@ class DuplicateGroup:
 
         return GroupRecord(
             kept=self.kept,
+            relation=self.relation,
             duplicates=[
-                GroupDuplicate(id=d.id, similarity=round(d.similarity, 6), value=d.value)
+                GroupDuplicate(
+                    id=d.id, similarity=round(d.similarity, 6), value=d.value, relation=d.relation
+                )
                 for d in self.duplicates
             ],
             reason=self.reason,
@@ -277,47 +286,76 @@ def walk(
     ids: Sequence[str],
     values: Sequence[float] | npt.NDArray[np.float64],
     assigned: npt.NDArray[np.bool_],
-    neighbours_of: Callable[[int], Sequence[tuple[int, float]]],
+    neighbours_of: Callable[[int], Sequence[tuple[int, float] | tuple[int, float, str]]],
     similarity: float,
+    measure: str = "cosine",
+    ties: npt.NDArray[np.int64] | None = None,
 ) -> Iterator[tuple[int, DuplicateGroup | None]]:
     """The leaders, highest value first (ties: smallest id), each with its group (None when it
     has no near-duplicate left): a leader takes every unassigned trace within ``similarity``
     of it. Positions are in id order; ``assigned`` marks the ones already taken.
 
     Groups come out in the order ``kp curate`` writes them (value, then id), so a streaming
-    run writes each as it closes.
+    run writes each as it closes. A neighbour may carry its relation as a third item;
+    ``measure`` names the similarity in the groups' reasons; ``ties``, when given, breaks ties
+    on value before the id (larger first).
     """
     value_array = np.asarray(values, dtype=np.float64)
     positions = np.arange(len(ids))
     # lexsort: the last key first; positions are in id order, so they break ties by id.
-    for position in np.lexsort((positions, -value_array)).tolist():
+    keys = (positions, -value_array) if ties is None else (positions, -ties, -value_array)
+    for position in np.lexsort(keys).tolist():
         if assigned[position]:
             continue
         assigned[position] = True
         duplicates = []
-        for other, cosine in neighbours_of(position):
+        for neighbour in neighbours_of(position):
+            other = neighbour[0]
             if not assigned[other]:
                 assigned[other] = True
-                duplicates.append(Duplicate(ids[other], cosine, float(value_array[other])))
+                relation = neighbour[2] if len(neighbour) > 2 else None
+                duplicates.append(
+                    Duplicate(ids[other], neighbour[1], float(value_array[other]), relation)
+                )
         if not duplicates:
             yield position, None
             continue
         kept_value = float(value_array[position])
-        yield position, _leader_group(ids[position], kept_value, duplicates, similarity)
+        yield position, _leader_group(ids[position], kept_value, duplicates, similarity, measure)
+
+
+def group_relation(duplicates: Sequence[Duplicate]) -> str | None:
+    """A group's relation: ``exact`` when every member is an exact copy, else the members'
+    other relation (None for whole-trace cosine groups)."""
+    relations = {d.relation for d in duplicates}
+    if relations == {"exact"}:
+        return "exact"
+    relations.discard("exact")
+    return relations.pop() if len(relations) == 1 else None
 
 
 def _leader_group(
-    kept_id: str, kept_value: float, duplicates: list[Duplicate], similarity: float
+    kept_id: str,
+    kept_value: float,
+    duplicates: list[Duplicate],
+    similarity: float,
+    measure: str = "cosine",
 ) -> DuplicateGroup:
-    ties = sum(1 for d in duplicates if d.value == kept_value)
-    reason = (
-        f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} "
-        f"near-duplicates (cosine ≥ {similarity:g})"
-    )
-    if ties:
-        reason += f"; {ties} tie(s) on value broken by id"
+    tied = sum(1 for d in duplicates if d.value == kept_value)
+    relation = group_relation(duplicates)
+    if relation is None:
+        what = f"near-duplicates ({measure} ≥ {similarity:g})"
+    elif relation == "exact":
+        what = "exact copies (the same normalised text)"
+    else:
+        what = f"copies (exact, or {measure} ≥ {similarity:g})"
+    reason = f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} {what}"
+    if tied and measure == "cosine":
+        reason += f"; {tied} tie(s) on value broken by id"
+    elif tied:
+        reason += f"; {tied} tie(s) on value broken by the most copies, then the id"
     duplicates.sort(key=lambda d: (-d.similarity, d.id))
-    return DuplicateGroup(kept_id, duplicates, reason, kept_value)
+    return DuplicateGroup(kept_id, duplicates, reason, kept_value, relation=relation)
 
 
 def unit_rows(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:

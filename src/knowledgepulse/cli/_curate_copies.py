@@ -1,0 +1,161 @@
+"""``kp curate`` (``--by copies``, the default): the runs of the copy curation.
+
+The options are read and checked in :mod:`._curate_cmd`; here the run reads, hands each trace
+to :class:`~knowledgepulse.scoring._copy_curation.CopyCuration` (locally) or to Ray, and writes
+the kept traces and the groups, keeping the accounting true however the run ends.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from typing import Any
+
+from ._run import open_writer, read_conversions, signals_held
+
+__all__ = ["curate_copies_in_memory", "curate_copies_streaming"]
+
+
+def _say(job: Any, line: str) -> None:
+    job.console.print(line, highlight=False, markup=False)
+
+
+def _result_lines(
+    job: Any, distinct: int, kept: int, dropped: int, groups: int, by_relation: dict[str, int]
+) -> list[str]:
+    relations = ", ".join(f"{name} {count}" for name, count in sorted(by_relation.items()))
+    line = (
+        f"traces: {distinct}   kept {kept}   dropped {dropped} as copies in {groups} groups "
+        f"(exact, or estimated Jaccard ≥ {job.threshold:g})"
+    )
+    lines = [line]
+    if relations:
+        lines.append(f"dropped by relation: {relations}")
+    return lines
+
+
+def curate_copies_streaming(job: Any) -> int:
+    """Read once; a few numbers and a signature per trace in memory, the lines on disk."""
+    from ..scoring._copy_curation import CopyCuration
+    from ._curate_cmd import _stopped, phase_progress
+
+    with ExitStack() as stack:
+        curation = CopyCuration(
+            job.work_dir,
+            similarity=job.threshold,
+            kb=job.open_base(stack),
+            profiles=job.registry,
+        )
+        stack.callback(curation.close)
+        run = job.run(stack)
+        with run:
+            for conversion in read_conversions(job.files, job.source_format, job.options, run):
+                for trace in conversion.traces:
+                    curation.add(trace)
+                if not conversion.problems:
+                    run.tally.processed += conversion.counted
+                run.step()
+            curation.finish_reading()
+        tally = run.tally
+        # Until the outputs are written, every record read counts as not processed.
+        read, tally.processed = tally.processed, 0
+        if tally.interrupted:
+            curation.remove_files()
+            return _stopped(job, tally, "interrupted before curating: nothing was written")
+        run.stop_display()
+        with run, phase_progress(job.console, not job.quiet, {"group": "grouping copies"}) as shown:
+            curation.decide(progress=shown)
+        if tally.interrupted:
+            curation.remove_files()
+            return _stopped(job, tally, "interrupted while curating: nothing was written")
+        kept_out = open_writer(stack, job.output)
+        groups_out = open_writer(stack, job.groups)
+        with signals_held():
+            curation.write(kept_out.write_line, groups_out.write_line)
+            tally.processed = read
+    curation.remove_files()
+    if not job.quiet:
+        tally.print_folded()
+        job.console.print(tally.accounting(), highlight=False)
+        for line in _result_lines(
+            job,
+            len(curation),
+            curation.kept_count,
+            curation.dropped,
+            curation.groups,
+            curation.by_relation,
+        ):
+            _say(job, line)
+        if curation.wordless:
+            _say(job, f"not compared: {curation.wordless} traces with no word (all kept)")
+        if curation.repeated:
+            _say(job, f"repeated ids: {curation.repeated} traces read twice counted once")
+        _say(job, _took_line(curation.timings, len(curation)))
+    return int(tally.exit_code())
+
+
+def _took_line(timings: Any, traces: int) -> str:
+    """``took 12.3 s (812 traces/s): read 2.0 s, hash 8.1 s, group 1.9 s, write 0.3 s``."""
+    total = time.perf_counter() - timings.started
+    rate = traces / total if total > 0 else 0.0
+    return (
+        f"took {total:.1f} s ({rate:,.0f} traces/s): read {timings.read:.1f} s, hash "
+        f"{timings.hash:.1f} s, group {timings.search:.1f} s, write {timings.write:.1f} s"
+    )
+
+
+def curate_copies_in_memory(job: Any) -> int:
+    """``--engine ray``: every trace is read into memory, the facets made by Ray Data."""
+    from ..distributed._cli import ray_curate_copies
+    from ._curate_cmd import _stopped
+
+    pile: list[Any] = []
+    with ExitStack() as stack:
+        base = job.open_base(stack)
+        run = job.run(stack)
+        with run:
+            for conversion in read_conversions(job.files, job.source_format, job.options, run):
+                pile.extend(conversion.traces)
+                if not conversion.problems:
+                    run.tally.processed += conversion.counted
+                run.step()
+        tally = run.tally
+        if tally.interrupted:
+            return _stopped(job, tally, "interrupted before curating: nothing was written")
+        read, tally.processed = tally.processed, 0
+        with run:
+            result = ray_curate_copies(
+                stack,
+                pile,
+                job.address,
+                job.workers,
+                similarity=job.threshold,
+                kb=base,
+                profiles=job.registry,
+            )
+            tally.processed = read
+        if tally.interrupted:
+            return _stopped(job, tally, "interrupted while curating: nothing was written")
+        kept_out = open_writer(stack, job.output)
+        groups_out = open_writer(stack, job.groups)
+        with signals_held():
+            for trace in result.kept:
+                kept_out.write_line(trace.to_json())
+            for group in result.groups:
+                groups_out.write_json(group.to_dict())
+    if not job.quiet:
+        tally.print_folded()
+        job.console.print(tally.accounting(), highlight=False)
+        by_relation: dict[str, int] = {}
+        for group in result.groups:
+            for duplicate in group.duplicates:
+                name = duplicate.relation or "near_copy"
+                by_relation[name] = by_relation.get(name, 0) + 1
+        distinct = len(result.values)
+        for line in _result_lines(
+            job, distinct, len(result.kept), result.dropped, len(result.groups), by_relation
+        ):
+            _say(job, line)
+        if len(pile) > distinct:
+            _say(job, f"repeated ids: {len(pile) - distinct} traces read twice counted once")
+    return int(tally.exit_code())

@@ -1,0 +1,120 @@
+"""Which traces of a pile are copies of which: exact copies by digest, near copies by MinHash.
+
+Traces with one digest form an exact class (same normalised text and steps, so the same
+signature); near-copy pairs are found between classes (:func:`near_pairs`), so a pile of many
+exact copies costs one signature per distinct text. :meth:`CopyGraph.neighbours` lists, for one
+trace, every other trace that is its copy: its exact class (similarity 1.0, ``exact``), then the
+members of each class at estimated Jaccard ≥ the threshold (``near_copy``), most similar first.
+Traces with no word are in no class: never grouped, nothing to compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._facet import CopyScheme
+from ._pairs import near_pairs
+
+__all__ = ["EXACT", "NEAR_COPY", "CopyGraph"]
+
+#: The relations a copy group names.
+EXACT = "exact"
+NEAR_COPY = "near_copy"
+
+
+@dataclass
+class CopyGraph:
+    """The copy relation over positions ``0..n-1`` (see the module)."""
+
+    class_of: npt.NDArray[np.int64]  # -1: no word, in no class
+    member_offsets: npt.NDArray[np.int64]
+    members: npt.NDArray[np.int64]
+    near_offsets: npt.NDArray[np.int64]
+    near_class: npt.NDArray[np.int64]
+    near_similarity: npt.NDArray[np.float64]
+    candidates: int
+    near_class_pairs: int
+
+    @classmethod
+    def build(
+        cls,
+        digests: npt.NDArray[np.void],
+        signatures: npt.NDArray[np.uint16],
+        has_words: npt.NDArray[np.bool_],
+        scheme: CopyScheme,
+        threshold: float,
+    ) -> CopyGraph:
+        """Row ``p`` of ``digests`` (16 bytes each), ``signatures`` and ``has_words`` for each
+        position ``p``; rows without words are in no class."""
+        n = len(digests)
+        class_of = np.full(n, -1, dtype=np.int64)
+        in_class = np.flatnonzero(has_words)
+        # Classes numbered by digest; a class's representative is its first position.
+        _, first, inverse = np.unique(digests[in_class], return_index=True, return_inverse=True)
+        class_of[in_class] = inverse.reshape(-1)
+        representatives = in_class[first]
+        classes = len(representatives)
+        order = in_class[np.argsort(class_of[in_class], kind="stable")]
+        member_offsets = np.zeros(classes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(class_of[in_class], minlength=classes), out=member_offsets[1:])
+        matrix = signatures[representatives]
+        pairs = near_pairs(matrix, scheme, threshold)
+        del matrix
+        # Both directions, then by class and most similar first (ties: the other's first
+        # position, which is its smallest: positions are in id order).
+        a = np.concatenate((pairs.first, pairs.second))
+        b = np.concatenate((pairs.second, pairs.first))
+        sims = np.concatenate((pairs.similarity, pairs.similarity))
+        rep = representatives.astype(np.int64)
+        sort = np.lexsort((rep[b] if len(b) else b, -sims, a))
+        a, b, sims = a[sort], b[sort], sims[sort]
+        near_offsets = np.zeros(classes + 1, dtype=np.int64)
+        np.cumsum(np.bincount(a, minlength=classes), out=near_offsets[1:])
+        return cls(
+            class_of=class_of,
+            member_offsets=member_offsets,
+            members=order.astype(np.int64),
+            near_offsets=near_offsets,
+            near_class=b.astype(np.int64),
+            near_similarity=sims,
+            candidates=pairs.candidates,
+            near_class_pairs=len(pairs.first),
+        )
+
+    def members_of(self, klass: int) -> npt.NDArray[np.int64]:
+        return self.members[self.member_offsets[klass] : self.member_offsets[klass + 1]]
+
+    def neighbours(self, position: int) -> list[tuple[int, float, str]]:
+        """Every copy of the trace at ``position``: (position, similarity, relation), exact
+        copies first, then near copies most similar first (ties: smallest position)."""
+        klass = int(self.class_of[position])
+        if klass < 0:
+            return []
+        found = [(int(p), 1.0, EXACT) for p in self.members_of(klass).tolist() if p != position]
+        start, end = self.near_offsets[klass], self.near_offsets[klass + 1]
+        for other, similarity in zip(
+            self.near_class[start:end].tolist(), self.near_similarity[start:end].tolist()
+        ):
+            found.extend((int(p), similarity, NEAR_COPY) for p in self.members_of(other).tolist())
+        return found
+
+    def copy_counts(self) -> npt.NDArray[np.int64]:
+        """How many copies each position has (exact and near)."""
+        classes = len(self.member_offsets) - 1
+        sizes = np.diff(self.member_offsets)
+        near = np.zeros(classes, dtype=np.int64)
+        if len(self.near_class):
+            owner = np.repeat(np.arange(classes), np.diff(self.near_offsets))
+            np.add.at(near, owner, sizes[self.near_class])
+        counts = np.zeros(len(self.class_of), dtype=np.int64)
+        inside = self.class_of >= 0
+        counts[inside] = (sizes - 1 + near)[self.class_of[inside]]
+        return counts
+
+    @property
+    def wordless(self) -> int:
+        """Traces with no word: in no class, never grouped."""
+        return int((self.class_of < 0).sum())

@@ -1,0 +1,98 @@
+"""Near-copy pairs of many signatures at once: LSH bands propose, the estimate decides.
+
+Each band of ``rows`` 16-bit values is one 64-bit key; two signatures are a candidate pair when
+they share a key in some band. Per band the keys are sorted and every run of equal keys gives
+its pairs, so memory holds one band's keys and the candidate pairs, never a bucket table. A
+candidate is a near copy when the estimated Jaccard similarity over the whole signature is ≥
+the threshold. Everything is numpy over arrays: 10^6 signatures take seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._facet import CopyScheme, estimated_similarity
+
+__all__ = ["NearPairs", "band_keys", "near_pairs"]
+
+#: Candidate pairs verified per block (pairs x permutations values compared at once).
+_VERIFY_BLOCK = 65_536
+
+
+def band_keys(signatures: npt.NDArray[np.uint16], scheme: CopyScheme) -> npt.NDArray[np.uint64]:
+    """The LSH key of every band of every signature: shape (n, bands), uint64."""
+    n = signatures.shape[0]
+    keys = np.zeros((n, scheme.bands), dtype=np.uint64)
+    for band in range(scheme.bands):
+        start = band * scheme.rows
+        for row in range(scheme.rows):
+            values = signatures[:, start + row].astype(np.uint64)
+            keys[:, band] |= values << np.uint64(16 * row)
+    return keys
+
+
+@dataclass
+class NearPairs:
+    """Pairs of rows (``first`` < ``second``) whose estimated similarity is ≥ the threshold,
+    with it; ``candidates`` is how many distinct pairs the bands proposed."""
+
+    first: npt.NDArray[np.int64]
+    second: npt.NDArray[np.int64]
+    similarity: npt.NDArray[np.float64]
+    candidates: int
+
+
+def _band_pairs(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Pairs of rows sharing a key, encoded ``first * n + second`` (first < second)."""
+    n = keys.shape[0]
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
+        return np.zeros(0, dtype=np.int64)
+    # Runs of equal keys: [start, end) in the sorted order.
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], same, [False])).astype(np.int8)))
+    starts, ends = edges[0::2], edges[1::2] + 1
+    found = []
+    sizes = ends - starts
+    pairs_of_two = starts[sizes == 2]
+    if len(pairs_of_two):
+        a, b = order[pairs_of_two], order[pairs_of_two + 1]
+        found.append(np.minimum(a, b) * n + np.maximum(a, b))
+    for start, end in zip(starts[sizes > 2].tolist(), ends[sizes > 2].tolist()):
+        members = np.sort(order[start:end])
+        i, j = np.triu_indices(len(members), k=1)
+        found.append(members[i] * n + members[j])
+    return np.concatenate(found).astype(np.int64)
+
+
+def near_pairs(
+    signatures: npt.NDArray[np.uint16], scheme: CopyScheme, threshold: float
+) -> NearPairs:
+    """The near-copy pairs among ``signatures`` (rows)."""
+    n = signatures.shape[0]
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2:
+        return NearPairs(empty, empty, np.zeros(0), 0)
+    keys = band_keys(signatures, scheme)
+    codes = np.unique(np.concatenate([_band_pairs(keys[:, b]) for b in range(scheme.bands)]))
+    del keys
+    firsts, seconds, sims = [], [], []
+    for start in range(0, len(codes), _VERIFY_BLOCK):
+        block = codes[start : start + _VERIFY_BLOCK]
+        first, second = block // n, block % n
+        similarity = np.asarray(
+            estimated_similarity(signatures[first], signatures[second]), dtype=np.float64
+        )
+        keep = similarity >= threshold
+        firsts.append(first[keep])
+        seconds.append(second[keep])
+        sims.append(similarity[keep])
+    if not firsts:
+        return NearPairs(empty, empty, np.zeros(0), 0)
+    return NearPairs(
+        np.concatenate(firsts), np.concatenate(seconds), np.concatenate(sims), len(codes)
+    )

@@ -1,0 +1,231 @@
+"""Copy facets in a knowledge base: which stored trace a new one is a copy of.
+
+Two tables beside ``traces``, the same in SQLite and PostgreSQL:
+
+- ``copy_facets`` (id, digest, signature): each stored trace's copy facet
+  (:mod:`knowledgepulse.copies`); the signature is NULL for a trace with no word;
+- ``copy_bands`` (band, key, id): the LSH key of each band of each signature, indexed, so the
+  candidates for a new signature are one indexed query.
+
+The scheme that made them (:attr:`~knowledgepulse.copies.CopyScheme.label`) is recorded in
+``kb_meta`` as ``copy_scheme``. A base made before copy facets existed, or with another
+scheme, is migrated the first time copies are asked of it or written to it: the facets are
+made from the stored traces (nothing else changes; a log line names both schemes).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..copies import DEFAULT_SCHEME as SCHEME
+from ..copies import EXACT, NEAR_COPY, CopyFacet, band_keys, copy_facets, estimated_similarity
+
+__all__ = ["COPY_TABLES", "CopyStoreMixin", "StoredCopy"]
+
+logger = logging.getLogger("knowledgepulse")
+
+#: The statements creating the copy tables; ``{blob}`` is the dialect's binary type.
+COPY_TABLES = (
+    "CREATE TABLE IF NOT EXISTS copy_facets (id TEXT PRIMARY KEY, digest {blob} NOT NULL, "
+    "signature {blob})",
+    "CREATE INDEX IF NOT EXISTS copy_facets_digest ON copy_facets (digest)",
+    "CREATE TABLE IF NOT EXISTS copy_bands (band INTEGER NOT NULL, key BIGINT NOT NULL, "
+    "id TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS copy_bands_key ON copy_bands (band, key)",
+)
+#: Stored traces read per page while migrating.
+_PAGE = 500
+
+
+@dataclass(frozen=True)
+class StoredCopy:
+    """The stored trace a trace is a copy of: its id, the similarity (1.0 for ``exact``, the
+    estimated Jaccard similarity for ``near_copy``) and the relation."""
+
+    id: str
+    similarity: float
+    relation: str
+
+
+def _signed(keys: np.ndarray) -> list[int]:
+    """uint64 band keys as the signed 64-bit integers both databases store."""
+    return [int(k) for k in np.asarray(keys, dtype=np.uint64).view(np.int64)]
+
+
+class CopyStoreMixin:
+    """Copy facets stored beside the traces (used by :class:`~._sql.SQLKnowledgeBase`)."""
+
+    location: str
+    dialect: ClassVar[Any]
+    _copies_ready: bool = False
+
+    # Provided by the SQL frame.
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        raise NotImplementedError
+
+    def _write(self) -> Any:
+        raise NotImplementedError
+
+    def _meta(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    # -- the tables ---------------------------------------------------------------------------
+
+    def _ensure_copies(self, fresh: int = 0) -> None:
+        """Create the copy tables and fill them for stored traces that lack a facet (or whose
+        facet another scheme made); ``fresh`` of them were stored by the caller just now.
+        Runs inside the caller's write transaction."""
+        if self._copies_ready:
+            return
+        for statement in COPY_TABLES:
+            self._execute(statement.format(blob=self.dialect.blob_type))
+        recorded = self._meta().get("copy_scheme")
+        if recorded is not None and recorded != SCHEME.label:
+            logger.warning(
+                "%s: copy facets were made with %s; remaking them with %s",
+                self.location,
+                recorded,
+                SCHEME.label,
+            )
+            self._execute("DELETE FROM copy_bands")
+            self._execute("DELETE FROM copy_facets")
+        missing = self._select(
+            "SELECT COUNT(*) FROM traces WHERE id NOT IN (SELECT id FROM copy_facets)"
+        )[0][0]
+        if missing:
+            if recorded is None and missing > fresh:
+                logger.warning(
+                    "%s: making the copy facets of %d stored traces (%s)",
+                    self.location,
+                    missing - fresh,
+                    SCHEME.label,
+                )
+            self._fill_missing_facets()
+        if recorded != SCHEME.label:
+            m = self.dialect.mark
+            self._execute(
+                f"INSERT INTO kb_meta (key, value) VALUES ({m}, {m}) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                ["copy_scheme", SCHEME.label],
+            )
+        self._copies_ready = True
+
+    def _fill_missing_facets(self) -> None:
+        m = self.dialect.mark
+        after = -1
+        while True:
+            rows = self._select(
+                f"SELECT seq, id, trace FROM traces WHERE seq > {m} AND id NOT IN "
+                f"(SELECT id FROM copy_facets) ORDER BY seq LIMIT {_PAGE}",
+                [after],
+            )
+            if not rows:
+                return
+            self._store_facets([(row[1], self.dialect.json_in(row[2])) for row in rows])
+            after = rows[-1][0]
+
+    def _store_facets(self, items: Sequence[tuple[str, Any]]) -> None:
+        """Store the copy facets of ``(id, trace)`` pairs (a trace as stored: a mapping)."""
+        from .._schema import ReasoningTrace, TraceValidationError
+
+        ids, traces = [], []
+        for trace_id, trace in items:
+            try:
+                traces.append(ReasoningTrace.model_validate(trace))
+            except TraceValidationError:
+                continue  # a stored row that is no trace (a test's empty trace): no facet
+            ids.append(trace_id)
+        facets = copy_facets(traces, SCHEME)
+        m = self.dialect.mark
+        self._executemany(
+            f"INSERT INTO copy_facets (id, digest, signature) VALUES ({m}, {m}, {m}) "
+            "ON CONFLICT (id) DO NOTHING",
+            [
+                (
+                    trace_id,
+                    facet.digest,
+                    None if facet.signature is None else facet.signature.tobytes(),
+                )
+                for trace_id, facet in zip(ids, facets)
+            ],
+        )
+        band_rows: list[tuple[int, int, str]] = []
+        for trace_id, facet in zip(ids, facets):
+            if facet.signature is None:
+                continue
+            keys = band_keys(facet.signature.reshape(1, -1), SCHEME)[0]
+            band_rows.extend((band, key, trace_id) for band, key in enumerate(_signed(keys)))
+        if band_rows:
+            self._executemany(
+                f"INSERT INTO copy_bands (band, key, id) VALUES ({m}, {m}, {m})", band_rows
+            )
+
+    def _store_new_facets(self, items: Sequence[tuple[str, Any]]) -> None:
+        """After an insert (inside its transaction): the facets of the traces just stored."""
+        if not self._copies_ready:
+            self._ensure_copies(len(items))  # fills every stored trace's, these included
+            return
+        wanted = {trace_id: trace for trace_id, trace in items}
+        m = self.dialect.mark
+        ids = list(wanted)
+        have: set[str] = set()
+        for start in range(0, len(ids), _PAGE):
+            chunk = ids[start : start + _PAGE]
+            marks = ",".join([m] * len(chunk))
+            have.update(
+                row[0]
+                for row in self._select(f"SELECT id FROM copy_facets WHERE id IN ({marks})", chunk)
+            )
+        self._store_facets([(i, t) for i, t in wanted.items() if i not in have])
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def stored_copy(self, facet: CopyFacet, similarity: float) -> StoredCopy | None:
+        """The stored trace ``facet``'s trace is a copy of: an exact copy first (the smallest
+        id), else the near copy of highest estimated similarity ≥ ``similarity`` (ties: the
+        smallest id); None when there is none (or the trace has no word)."""
+        if facet.signature is None:
+            return None
+        if not self._copies_ready:
+            with self._write():
+                self._ensure_copies()
+        m = self.dialect.mark
+        exact = self._select(
+            f"SELECT id FROM copy_facets WHERE digest = {m} ORDER BY id LIMIT 1", [facet.digest]
+        )
+        if exact:
+            return StoredCopy(str(exact[0][0]), 1.0, EXACT)
+        keys = _signed(band_keys(facet.signature.reshape(1, -1), SCHEME)[0])
+        where = " OR ".join([f"(band = {m} AND key = {m})"] * len(keys))
+        params: list[Any] = [value for band, key in enumerate(keys) for value in (band, key)]
+        candidates = self._select(
+            f"SELECT f.id, f.signature FROM copy_facets f WHERE f.id IN "
+            f"(SELECT id FROM copy_bands WHERE {where}) AND f.signature IS NOT NULL",
+            params,
+        )
+        best: StoredCopy | None = None
+        for trace_id, signature in candidates:
+            stored = np.frombuffer(bytes(signature), dtype=np.uint16)
+            found = float(estimated_similarity(facet.signature, stored))
+            if found < similarity:
+                continue
+            if best is None or (-found, trace_id) < (-best.similarity, best.id):
+                best = StoredCopy(str(trace_id), found, NEAR_COPY)
+        return best
+
+    def _forget_copies(self) -> None:
+        """Every trace was deleted (inside the caller's transaction)."""
+        if self._copies_ready:
+            self._execute("DELETE FROM copy_bands")
+            self._execute("DELETE FROM copy_facets")

@@ -1,0 +1,371 @@
+"""Curation by copies: group the traces that are copies of one run, keep the best of each.
+
+The default ``kp curate`` decider (no embedder). Each trace is reduced as it is read to its id,
+its order-free value, its copy facet (:mod:`knowledgepulse.copies`: digest and MinHash
+signature, 16 + 256 bytes) and the place of its JSON line in a
+:class:`~knowledgepulse.scoring._spool.LineSpool` in the work directory. Once everything is
+read, positions are laid out in id order, :class:`~knowledgepulse.copies.CopyGraph` finds every
+trace's copies (exact by digest, near by LSH bands decided by the estimated Jaccard
+similarity), and the walk of :func:`~knowledgepulse.scoring._curation.walk` decides: highest
+value first (ties: smallest id), each leader takes every unassigned trace that is a copy *of
+it* (no chaining through an intermediate trace). Ties on value go to the trace with the most
+copies (the centre of its family, usually the run the others were copied from), then the
+smallest id. The decisions depend only on the set of
+traces, never on their order. With a knowledge base, a trace that is a copy of a stored trace
+is dropped in the stored trace's favour first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._schema import ReasoningTrace
+from ..copies import (
+    COPY_SIMILARITY,
+    DEFAULT_SCHEME,
+    CopyFacet,
+    CopyGraph,
+    CopyScheme,
+    copy_facets,
+)
+from ._curation import CurationResult, Duplicate, DuplicateGroup, distinct_traces, trace_value, walk
+from ._profiles import ProfileRegistry, global_registry
+from ._spool import LineSpool
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+__all__ = ["CopyCuration", "CopyTimings", "curate_copies", "curate_from_facets", "decide_copies"]
+
+#: How the estimate is named in group reasons.
+MEASURE = "estimated Jaccard"
+#: Traces hashed per batch (the facets of a batch are computed in one call).
+BATCH = 256
+
+
+@dataclass
+class CopyTimings:
+    """Seconds spent in each part of a run (reading excludes hashing)."""
+
+    read: float = 0.0
+    hash: float = 0.0
+    search: float = 0.0
+    write: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+
+def check_similarity(similarity: float) -> None:
+    if not 0.0 < similarity <= 1.0:
+        raise ValueError(f"similarity must be in (0, 1], got {similarity!r}")
+
+
+class CopyCuration:
+    """One curation by copies: :meth:`add` every trace, then :meth:`decide` and :meth:`write`.
+
+    Args:
+        work_dir: where the trace lines and the groups wait until written.
+        similarity: the estimated Jaccard similarity from which two traces are near copies.
+        kb: a knowledge base whose traces count as seen (copies of them are dropped).
+        profiles: domain weights for the values (default: the registered profiles).
+        scheme: how copy facets are made.
+    """
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        similarity: float = COPY_SIMILARITY,
+        kb: KnowledgeBase | None = None,
+        profiles: ProfileRegistry | None = None,
+        scheme: CopyScheme = DEFAULT_SCHEME,
+    ) -> None:
+        check_similarity(similarity)
+        self.work_dir = work_dir
+        work_dir.mkdir(parents=True, exist_ok=True)
+        self.similarity = similarity
+        self.kb = kb
+        self.registry = profiles if profiles is not None else global_registry().copy()
+        self.scheme = scheme
+        self.lines = LineSpool(work_dir / "traces.jsonl")
+        self.timings = CopyTimings()
+        self.ids: list[str] = []
+        self._seen: set[str] = set()
+        self._values = array("d")
+        self._offsets = array("q")
+        self._lengths = array("q")
+        self._digests = bytearray()
+        self._signatures = array("H")
+        self._words = bytearray()  # 1: the trace has words (a signature), 0: none
+        self._stored: dict[int, tuple[str, float, str]] = {}  # copies of stored traces
+        self._pending: list[ReasoningTrace] = []
+        self.repeated = 0
+        self.kept: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self.groups = 0
+        self.dropped = 0
+        self.candidates = 0
+        self.wordless = 0
+        self.by_relation: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, trace: ReasoningTrace) -> None:
+        """Take one trace: its line is kept, its value and copy facet made (in batches)."""
+        if trace.id in self._seen:
+            self.repeated += 1
+            return
+        self._seen.add(trace.id)
+        self.ids.append(trace.id)
+        offset, length = self.lines.append(trace.to_json())
+        self._offsets.append(offset)
+        self._lengths.append(length)
+        self._values.append(trace_value(trace, None, self.registry))
+        self._pending.append(trace)
+        if len(self._pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Make the copy facets of the traces waiting for a batch."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        started = time.perf_counter()
+        facets = copy_facets(pending, self.scheme)
+        empty = np.zeros(self.scheme.permutations, dtype=np.uint16)
+        first = len(self.ids) - len(pending)
+        for offset, facet in enumerate(facets):
+            self._digests += facet.digest
+            signature = facet.signature if facet.signature is not None else empty
+            self._signatures.frombytes(signature.tobytes())
+            self._words.append(facet.signature is not None)
+            if self.kb is not None and facet.signature is not None:
+                found = self.kb.stored_copy(facet, self.similarity)
+                if found is not None:
+                    self._stored[first + offset] = (found.id, found.similarity, found.relation)
+        self.timings.hash += time.perf_counter() - started
+
+    def finish_reading(self) -> None:
+        """Hash what waits for a batch and close the line spool."""
+        self.flush()
+        self.lines.finish()
+        self.timings.read = time.perf_counter() - self.timings.started - self.timings.hash
+
+    def decide(self, progress: Callable[[int, int, str], None] | None = None) -> None:
+        """Find the copies and group them; the groups go to the work directory."""
+        started = time.perf_counter()
+        n = len(self.ids)
+        order = np.array(sorted(range(n), key=self.ids.__getitem__), dtype=np.int64)
+        ids = [self.ids[i] for i in order.tolist()]
+        values = np.frombuffer(self._values, dtype=np.float64)[order]
+        digests = np.frombuffer(bytes(self._digests), dtype="V16")[order]
+        signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
+            n, self.scheme.permutations
+        )[order]
+        has_words = np.frombuffer(bytes(self._words), dtype=np.uint8)[order].astype(bool)
+        position_of = np.empty(n, dtype=np.int64)
+        position_of[order] = np.arange(n)
+        stored = {int(position_of[i]): found for i, found in self._stored.items()}
+        self.kept = np.zeros(n, dtype=bool)  # by read order
+        with (self.work_dir / "groups.jsonl").open(
+            "w", encoding="utf-8", errors="surrogatepass"
+        ) as out:
+            decisions = decide_copies(
+                ids, values, digests, signatures, has_words, stored, self.similarity, self.scheme
+            )
+            done = 0
+            for position, group in decisions:
+                if position >= 0:
+                    self.kept[order[position]] = True
+                    done += 1
+                if group is not None:
+                    self._write_group(out, group)
+                    done += len(group.duplicates)
+                if progress is not None:
+                    progress(min(done, n), n, "group")
+        self.candidates = decisions.candidates
+        self.wordless = decisions.wordless
+        self.timings.search = time.perf_counter() - started
+
+    def _write_group(self, out: Any, group: DuplicateGroup) -> None:
+        from ..io._writers import dumps
+
+        out.write(dumps(group.to_dict()) + "\n")
+        self.groups += 1
+        self.dropped += len(group.duplicates)
+        for duplicate in group.duplicates:
+            relation = duplicate.relation or "near_copy"
+            self.by_relation[relation] = self.by_relation.get(relation, 0) + 1
+
+    def write(self, kept_line: Callable[[str], None], group_line: Callable[[str], None]) -> None:
+        """Copy the kept traces (in input order) and the groups to their outputs."""
+        started = time.perf_counter()
+        with (self.work_dir / "groups.jsonl").open(
+            encoding="utf-8", errors="surrogatepass"
+        ) as groups:
+            for line in groups:
+                group_line(line.rstrip("\n"))
+        places = [(self._offsets[i], self._lengths[i]) for i in np.nonzero(self.kept)[0].tolist()]
+        self.lines.copy(places, kept_line)
+        self.timings.write = time.perf_counter() - started
+
+    @property
+    def kept_count(self) -> int:
+        return int(self.kept.sum())
+
+    def close(self) -> None:
+        self.lines.finish()
+
+    def remove_files(self) -> None:
+        """Remove what this run wrote in the work directory (and the directory once empty)."""
+        for name in ("traces.jsonl", "groups.jsonl"):
+            (self.work_dir / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # something else is in it (a folder the user named)
+            self.work_dir.rmdir()
+
+
+class _Decisions:
+    """The walk's decisions as an iterator of ``(position, group)`` (position -1: a group of
+    copies of a stored trace, which come last), with the graph's counts."""
+
+    def __init__(self, iterator: Iterator[tuple[int, DuplicateGroup | None]], graph: CopyGraph):
+        self._iterator = iterator
+        self.candidates = graph.candidates
+        self.wordless = graph.wordless
+
+    def __iter__(self) -> Iterator[tuple[int, DuplicateGroup | None]]:
+        return self._iterator
+
+
+def decide_copies(
+    ids: Sequence[str],
+    values: npt.NDArray[np.float64],
+    digests: npt.NDArray[np.void],
+    signatures: npt.NDArray[np.uint16],
+    has_words: npt.NDArray[np.bool_],
+    stored: Mapping[int, tuple[str, float, str]],
+    similarity: float,
+    scheme: CopyScheme,
+) -> _Decisions:
+    """The walk over positions in id order (see the module): ``stored`` maps a position to the
+    stored trace it is a copy of (id, similarity, relation)."""
+    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity)
+    assigned = np.zeros(len(ids), dtype=bool)
+    by_stored: dict[str, list[Duplicate]] = {}
+    for position, (stored_id, found, relation) in sorted(stored.items()):
+        by_stored.setdefault(stored_id, []).append(
+            Duplicate(ids[position], found, float(values[position]), relation)
+        )
+        assigned[position] = True
+
+    def decisions() -> Iterator[tuple[int, DuplicateGroup | None]]:
+        yield from walk(
+            ids, values, assigned, graph.neighbours, similarity, MEASURE, graph.copy_counts()
+        )
+        for stored_id, duplicates in sorted(by_stored.items()):
+            yield -1, stored_copies_group(stored_id, duplicates, similarity)
+
+    return _Decisions(decisions(), graph)
+
+
+def stored_copies_group(
+    stored_id: str, duplicates: list[Duplicate], similarity: float
+) -> DuplicateGroup:
+    """The group of the traces dropped as copies of a stored trace."""
+    from ._curation import group_relation
+
+    duplicates.sort(key=lambda d: (-d.similarity, d.id))
+    return DuplicateGroup(
+        kept=stored_id,
+        duplicates=duplicates,
+        reason=f"already in the knowledge base: {len(duplicates)} cop(ies) of it (exact, or "
+        f"{MEASURE} ≥ {similarity:g}) were dropped",
+        stored=True,
+        relation=group_relation(duplicates),
+    )
+
+
+def curate_copies(
+    traces: Iterable[ReasoningTrace | Mapping[str, Any]],
+    *,
+    similarity: float = COPY_SIMILARITY,
+    kb: KnowledgeBase | None = None,
+    profiles: ProfileRegistry | None = None,
+    scheme: CopyScheme = DEFAULT_SCHEME,
+) -> CurationResult:
+    """Group the copies in a pile and keep the most valuable trace of each group, order-free.
+
+    Args:
+        traces: the pile (models or mappings). Repeated ids: the first one is used.
+        similarity: the estimated Jaccard similarity of word shingles from which two traces
+            are near copies (exact copies always are).
+        kb: a knowledge base: a copy of a stored trace is dropped in its favour.
+        profiles: domain weights (default: the registered profiles).
+        scheme: how copy facets are made.
+
+    Returns:
+        The kept traces in input order, and one group per kept (or stored) trace that has
+        copies, largest value first, stored traces' groups last.
+    """
+    check_similarity(similarity)
+    registry = profiles if profiles is not None else global_registry().copy()
+    pile = distinct_traces(traces)
+    canonical = sorted(pile, key=lambda t: t.id)
+    values = [trace_value(t, None, registry) for t in canonical]
+    return curate_from_facets(
+        pile, canonical, values, copy_facets(canonical, scheme), similarity, kb, scheme
+    )
+
+
+def curate_from_facets(
+    pile: Sequence[ReasoningTrace],
+    canonical: Sequence[ReasoningTrace],
+    values: Sequence[float],
+    facets: Sequence[CopyFacet],
+    similarity: float,
+    kb: KnowledgeBase | None,
+    scheme: CopyScheme = DEFAULT_SCHEME,
+) -> CurationResult:
+    """:func:`curate_copies` from the values and facets of ``canonical`` (the pile in id
+    order), wherever they were computed (here, or on Ray: the same numbers, the same result)."""
+    if not pile:
+        return CurationResult(kept=[], groups=[], similarity=similarity)
+    ids = [trace.id for trace in canonical]
+    value_array = np.asarray(values, dtype=np.float64)
+    digests = np.frombuffer(b"".join(f.digest for f in facets), dtype="V16")
+    signatures = np.zeros((len(facets), scheme.permutations), dtype=np.uint16)
+    for row, facet in enumerate(facets):
+        if facet.signature is not None:
+            signatures[row] = facet.signature
+    has_words = np.array([f.signature is not None for f in facets], dtype=bool)
+    stored: dict[int, tuple[str, float, str]] = {}
+    if kb is not None:
+        for position, facet in enumerate(facets):
+            found = kb.stored_copy(facet, similarity)
+            if found is not None:
+                stored[position] = (found.id, found.similarity, found.relation)
+    kept_ids: set[str] = set()
+    groups: list[DuplicateGroup] = []
+    decisions = decide_copies(
+        ids, value_array, digests, signatures, has_words, stored, similarity, scheme
+    )
+    for position, group in decisions:
+        if position >= 0:
+            kept_ids.add(ids[position])
+        if group is not None:
+            groups.append(group)
+    return CurationResult(
+        kept=[trace for trace in pile if trace.id in kept_ids],
+        groups=groups,
+        values=dict(zip(ids, value_array.tolist())),
+        similarity=similarity,
+        candidate_pairs=decisions.candidates,
+    )

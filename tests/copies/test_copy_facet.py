@@ -1,0 +1,201 @@
+"""The copy facet: exact copies by digest, near copies by MinHash, and the inputs that have
+neither (no word, surrogates, huge steps)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import random
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import knowledgepulse as kp
+from _helpers import load_tau_bench, make_trace
+from knowledgepulse.copies import (
+    COPY_SIMILARITY,
+    DEFAULT_SCHEME,
+    CopyGraph,
+    CopyScheme,
+    copy_facet,
+    copy_facets,
+    estimated_similarity,
+    near_pairs,
+    normalise,
+    run_text,
+)
+from knowledgepulse.importers import from_openai
+
+
+def tau_traces() -> list[kp.ReasoningTrace]:
+    return [t for record in load_tau_bench() for t in from_openai(record)]
+
+
+def shingles(text: str, size: int = DEFAULT_SCHEME.shingle) -> set[str]:
+    words = re.findall(r"\w+", normalise(text))
+    return {" ".join(words[i : i + size]) for i in range(max(1, len(words) - size + 1))}
+
+
+def edited(trace: kp.ReasoningTrace, rate: float, seed: int) -> kp.ReasoningTrace:
+    """A copy with ``rate`` of the words of each step replaced by a word of no other step."""
+    rng = random.Random(seed)
+    data = copy.deepcopy(trace.to_dict())
+    data["id"] += f":copy-{seed}"
+    for step in data["steps"]:
+        if step.get("content"):
+            words = step["content"].split(" ")
+            step["content"] = " ".join(
+                f"zz{rng.randrange(10**6)}" if rng.random() < rate else w for w in words
+            )
+    return kp.ReasoningTrace.model_validate(data)
+
+
+def test_trivial_copies_share_the_digest() -> None:
+    base = make_trace(
+        objective="Refund order 8f14e45f-ceea-467f-a8f1-2b5c9d3e0a11 placed 2024-05-15T10:00:00Z",
+        steps=[{"type": "thought", "content": "Look  up the order.\nThen refund it."}],
+    )
+    trivial = make_trace(
+        trace_id="kp:trace:other",
+        objective="refund ORDER 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d placed 2025-01-01 08:30",
+        steps=[{"type": "thought", "content": "look up the order. then   refund it"}],
+    )
+    other = make_trace(
+        objective="Refund order 8f14e45f-ceea-467f-a8f1-2b5c9d3e0a11 placed 2024-05-15T10:00:00Z",
+        steps=[{"type": "thought", "content": "Look up the customer. Then refund it."}],
+    )
+    a, b, c = (copy_facet(kp.parse_trace(t)) for t in (base, trivial, other))
+    assert a.digest == b.digest
+    assert a.digest != c.digest
+    assert len(a.digest) == 16
+    # The same step text as another step type is another run: another digest.
+    as_observation = copy.deepcopy(base)
+    as_observation["steps"][0]["type"] = "observation"
+    assert copy_facet(kp.parse_trace(as_observation)).digest != a.digest
+
+
+def test_the_estimate_follows_the_jaccard_similarity_of_run_shingles() -> None:
+    traces = tau_traces()[:40]
+    for seed, trace in enumerate(traces):
+        copied = edited(trace, 0.03, seed)
+        truth = shingles(run_text(trace)), shingles(run_text(copied))
+        jaccard = len(truth[0] & truth[1]) / len(truth[0] | truth[1])
+        a, b = copy_facets([trace, copied])
+        assert a.signature is not None and b.signature is not None
+        # 128 permutations: the estimate's standard error is at most 0.045 (J = 0.5).
+        assert estimated_similarity(a.signature, b.signature) == pytest.approx(jaccard, abs=0.15)
+        assert estimated_similarity(a.signature, b.signature) >= COPY_SIMILARITY
+
+
+def test_attempts_at_one_task_are_not_copies() -> None:
+    """tau-bench: 50 tasks x 4 attempts; no two attempts are copies at the default threshold
+    (their tool results are alike; the run text leaves them out)."""
+    traces = tau_traces()
+    facets = copy_facets(traces)
+    signatures = np.stack([f.signature for f in facets])  # type: ignore[arg-type]
+    pairs = near_pairs(signatures, DEFAULT_SCHEME, COPY_SIMILARITY)
+    assert len(pairs.first) == 0
+    by_task: dict[str, list[int]] = {}
+    for i, trace in enumerate(traces):
+        by_task.setdefault(trace.id.split(":trial-")[0], []).append(i)
+    assert len(by_task) == 50
+    highest = max(
+        float(estimated_similarity(signatures[a], signatures[b]))
+        for group in by_task.values()
+        for a, b in itertools.combinations(group, 2)
+    )
+    assert highest < COPY_SIMILARITY
+
+
+def test_a_trace_with_no_word_has_no_signature_and_is_never_grouped() -> None:
+    empty = [
+        make_trace(trace_id=f"kp:trace:e{i}", objective="?", steps=[{"type": "thought"}])
+        for i in range(3)
+    ]
+    for trace in empty:
+        trace["outcome"]["result_summary"] = "..."
+    facets = copy_facets([kp.parse_trace(t) for t in empty])
+    assert [f.signature for f in facets] == [None, None, None]
+    assert [f.source for f in facets] == ["none"] * 3
+    graph = CopyGraph.build(
+        np.frombuffer(b"".join(f.digest for f in facets), dtype="V16"),
+        np.zeros((3, DEFAULT_SCHEME.permutations), dtype=np.uint16),
+        np.zeros(3, dtype=bool),
+        DEFAULT_SCHEME,
+        COPY_SIMILARITY,
+    )
+    assert [graph.neighbours(p) for p in range(3)] == [[], [], []]
+    assert graph.wordless == 3
+
+
+def test_tool_results_alone_make_the_signature_when_nothing_else_has_words() -> None:
+    trace = make_trace(
+        objective="?",
+        steps=[{"type": "observation", "tool": {"name": "t"}, "content": "rows one two three"}],
+    )
+    trace["outcome"]["result_summary"] = "."
+    facet = copy_facet(kp.parse_trace(trace))
+    # Nothing but the tool result has words: its 4 words and the tool's name are shingled.
+    assert facet.source == "whole" and facet.words == 5
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "x" * 10_000_000,  # a 10 MB step, one word
+        ("word " * 2_000_000),  # 10 MB of words
+        "Заказ 42 отменён; 注文をキャンセルしました; إلغاء الطلب",  # mixed scripts
+        "lone \udc80 surrogate \ud800 here",  # JSON allows them; UTF-8 does not
+    ],
+    ids=["10MB-one-word", "10MB-words", "mixed-scripts", "surrogates"],
+)
+def test_hostile_text_gets_a_facet(content: str) -> None:
+    trace = kp.parse_trace(make_trace(steps=[{"type": "thought", "content": content}]))
+    facet = copy_facet(trace)
+    assert facet.signature is not None
+    assert facet.signature.shape == (DEFAULT_SCHEME.permutations,)
+    assert copy_facet(trace).digest == facet.digest  # deterministic
+
+
+def test_non_latin_words_are_words() -> None:
+    trace = kp.parse_trace(make_trace(objective="注文 キャンセル", steps=[{"type": "thought"}]))
+    assert normalise("Заказ ОТМЕНЁН") == "заказ отменён"
+    assert copy_facet(trace).words >= 2
+
+
+def test_a_scheme_that_does_not_fit_its_signature_is_refused() -> None:
+    with pytest.raises(ValueError, match="bands x rows"):
+        CopyScheme(bands=40, rows=4)
+    assert "shingle=4" in DEFAULT_SCHEME.label and "rensa" in DEFAULT_SCHEME.label
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.randoms(use_true_random=False))
+def test_the_copy_graph_ignores_the_order_of_its_input(kinds: list[int], rnd: Any) -> None:
+    """Positions are given in id order by callers; the graph's answer for a trace names the
+    same traces whatever other traces are, as ids, in whatever order the pile came."""
+    words = [" ".join(f"k{k}w{i}" for i in range(30)) for k in range(4)]
+    traces = [
+        kp.parse_trace(make_trace(trace_id=f"kp:trace:{i:02d}", objective=words[k]))
+        for i, k in enumerate(kinds)
+    ]
+    rnd.shuffle(traces)
+    canonical = sorted(traces, key=lambda t: t.id)
+    facets = copy_facets(canonical)
+    graph = CopyGraph.build(
+        np.frombuffer(b"".join(f.digest for f in facets), dtype="V16"),
+        np.stack([f.signature for f in facets]),  # type: ignore[arg-type]
+        np.ones(len(facets), dtype=bool),
+        DEFAULT_SCHEME,
+        COPY_SIMILARITY,
+    )
+    for position, trace in enumerate(canonical):
+        found = {canonical[p].id for p, _, _ in graph.neighbours(position)}
+        kind = kinds[int(trace.id.rsplit(":", 1)[1])]
+        expected = {f"kp:trace:{i:02d}" for i, k in enumerate(kinds) if k == kind} - {trace.id}
+        assert found == expected
+        assert all(relation == "exact" for _, _, relation in graph.neighbours(position))

@@ -1,0 +1,187 @@
+"""kp curate by copies (the default): groups of copies of one run, the best of each kept,
+order-free, no embedder; the same decision against a knowledge base."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import knowledgepulse as kp
+from _helpers import TAU_BENCH, load_tau_bench
+from knowledgepulse.cli import main
+from knowledgepulse.copies import COPY_SIMILARITY, copy_facets, estimated_similarity
+from knowledgepulse.importers import from_openai
+from knowledgepulse.scoring._copy_curation import curate_copies
+
+
+def tau_dicts(limit: int | None = None) -> list[dict[str, Any]]:
+    records = load_tau_bench()[:limit]
+    return [t.to_dict() for record in records for t in from_openai(record)]
+
+
+def edited(trace: dict[str, Any], k: int, rng: random.Random) -> dict[str, Any]:
+    """A copy: 1-4 % of the words of each step replaced, one step dropped in a third."""
+    trace = copy.deepcopy(trace)
+    trace["id"] = f"{trace['id']}:copy-{k}"
+    rate = rng.uniform(0.01, 0.04)
+    for step in trace["steps"]:
+        if step.get("content"):
+            step["content"] = " ".join(
+                f"zz{rng.randrange(10**6)}" if rng.random() < rate else word
+                for word in step["content"].split(" ")
+            )
+    if len(trace["steps"]) > 2 and rng.random() < 1 / 3:
+        del trace["steps"][rng.randrange(1, len(trace["steps"]))]
+        for i, step in enumerate(trace["steps"]):
+            step["step_id"] = i
+    return trace
+
+
+def family(trace_id: str) -> str:
+    return trace_id.split(":copy-")[0]
+
+
+def pile(conversations: int = 40, copies: int = 60) -> list[dict[str, Any]]:
+    base = tau_dicts(conversations)
+    rng = random.Random(7)
+    return base + [edited(base[k % len(base)], k, rng) for k in range(copies)]
+
+
+def test_every_conversation_is_kept_and_no_copy_is_missed() -> None:
+    traces = pile()
+    result = curate_copies(traces)
+    kept = [t.id for t in result.kept]
+    # One trace per conversation: every family kept once, no other.
+    assert sorted(family(i) for i in kept) == sorted(t["id"] for t in traces[:40])
+    assert result.dropped == 60
+    for group in result.groups:
+        assert group.relation == "near_copy"
+        for member in group.duplicates:
+            assert family(member.id) == family(group.kept)
+            assert member.relation == "near_copy"
+            assert member.similarity >= COPY_SIMILARITY
+    # Every member is a copy of the kept trace itself (no chain through another member).
+    facets = {
+        t.id: f
+        for t, f in zip(map(kp.parse_trace, traces), copy_facets(map(kp.parse_trace, traces)))
+    }
+    for group in result.groups:
+        for member in group.duplicates:
+            found = estimated_similarity(facets[group.kept].signature, facets[member.id].signature)  # type: ignore[arg-type]
+            assert found == pytest.approx(member.similarity, abs=1e-6)
+
+
+def test_tau_bench_keeps_all_200_conversations() -> None:
+    result = curate_copies(tau_dicts())
+    assert len(result.kept) == 200
+    assert result.groups == []
+
+
+def test_exact_copies_are_named_exact_and_ties_go_to_the_trace_with_most_copies() -> None:
+    base = tau_dicts(3)
+    twins = []
+    for k in range(2):
+        twin = copy.deepcopy(base[0])
+        twin["id"] = f"{base[0]['id']}:exact-{k}"
+        twin["steps"][0]["content"] = "  " + twin["steps"][0]["content"].upper() + " "
+        twins.append(twin)
+    result = curate_copies(base + twins)
+    assert len(result.kept) == 3
+    (group,) = result.groups
+    assert group.relation == "exact"
+    assert [d.relation for d in group.duplicates] == ["exact", "exact"]
+    assert [d.similarity for d in group.duplicates] == [1.0, 1.0]
+    assert "exact copies" in group.reason
+    line = group.record().to_dict()
+    assert line["relation"] == "exact" and line["duplicates"][0]["relation"] == "exact"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False))
+def test_the_decision_does_not_depend_on_the_order(rnd: Any) -> None:
+    traces = pile(12, 30)
+    reference = curate_copies(traces)
+    shuffled = list(traces)
+    rnd.shuffle(shuffled)
+    again = curate_copies(shuffled)
+    assert sorted(t.id for t in again.kept) == sorted(t.id for t in reference.kept)
+    assert [g.to_dict() for g in again.groups] == [g.to_dict() for g in reference.groups]
+
+
+def test_kp_curate_decides_copies_without_an_embedder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pile.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in pile()) + "{broken\n")
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    code = main(["curate", str(source), "-o", str(kept), "--groups", str(groups)])
+    _, err = capsys.readouterr()
+    assert code == 1  # the broken line, reported
+    assert "records in: 101 = processed 100 + rejected 1" in err
+    assert (
+        "traces: 100   kept 40   dropped 60 as copies in 40 groups "
+        "(exact, or estimated Jaccard ≥ 0.5)" in err
+    )
+    assert "dropped by relation: near_copy 60" in err
+    lines = [json.loads(line) for line in groups.read_text().splitlines()]
+    assert len(lines) == 40
+    assert {line["relation"] for line in lines} == {"near_copy"}
+    assert sum(len(line["duplicates"]) for line in lines) == 60
+    assert len(kept.read_text().splitlines()) == 40
+    assert not (tmp_path / ".kept.jsonl.kp-curate").exists()  # the work files are gone
+
+
+def test_kp_curate_on_tau_bench_keeps_every_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    argv = ["curate", "--from", "openai", str(TAU_BENCH), "-o", str(kept), "--groups", str(groups)]
+    assert main(argv) == 0
+    _, err = capsys.readouterr()
+    assert "traces: 200   kept 200   dropped 0 as copies in 0 groups" in err
+    assert groups.read_text() == ""
+
+
+def test_embedder_options_belong_to_by_embedding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["curate", str(TAU_BENCH), "-o", str(tmp_path / "k"), "--groups", str(tmp_path / "g")]
+    assert main([*argv, "--first-pass", "static"]) == 2
+    assert (
+        "--first-pass and --candidate-similarity go with --by embedding" in capsys.readouterr().err
+    )
+
+
+def test_a_copy_of_a_stored_trace_is_dropped_in_its_favour(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from _helpers import HashingEmbedder
+    from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
+
+    traces = pile(6, 6)
+    location = tmp_path / "team.sqlite"
+    embedder = HashingEmbedder()
+    with open_knowledge_base(location, EmbeddingIdentity.of(embedder)) as base:
+        scorer = kp.Scorer(embedder=embedder, memory=base)
+        scorer.score_many(traces[:3])  # stored: three conversations
+    source = tmp_path / "new.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in traces[3:]))
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    argv = ["curate", str(source), "--kb", str(location), "-o", str(kept), "--groups", str(groups)]
+    assert main(argv) == 0
+    lines = [json.loads(line) for line in groups.read_text().splitlines()]
+    stored = [line for line in lines if line["reason"].startswith("already in the knowledge base")]
+    # The copies of the three stored conversations (copy-0, -1, -2) go to them.
+    assert sorted(line["kept"] for line in stored) == sorted(t["id"] for t in traces[:3])
+    assert sorted(d["id"] for line in stored for d in line["duplicates"]) == sorted(
+        f"{t['id']}:copy-{k}" for k, t in enumerate(traces[:3])
+    )
+    kept_ids = {json.loads(line)["id"] for line in kept.read_text().splitlines()}
+    assert sorted(map(family, kept_ids)) == sorted(t["id"] for t in traces[3:6])
