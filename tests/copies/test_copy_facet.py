@@ -96,7 +96,7 @@ def test_attempts_at_one_task_are_not_copies() -> None:
     (their tool results are alike; the run text leaves them out)."""
     traces = tau_traces()
     facets = copy_facets(traces)
-    signatures = np.stack([f.signature for f in facets])  # type: ignore[arg-type]
+    signatures = np.stack([f.signature for f in facets if f.signature is not None])
     pairs = near_pairs(signatures, DEFAULT_SCHEME, COPY_SIMILARITY)
     assert len(pairs.first) == 0
     by_task: dict[str, list[int]] = {}

@@ -61,16 +61,21 @@ def test_a_copy_of_a_stored_trace_is_found(kb_location: str) -> None:
         assert base.stored_copy(copy_facet(kp.parse_trace(exact)), COPY_SIMILARITY) is None
 
 
+def _sql(base: Any) -> Any:
+    """The SQL frame of a base (its private statements, to make an older base's shape)."""
+    return base
+
+
 def test_a_base_made_before_copy_facets_is_migrated(
     kb_location: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     with open_knowledge_base(kb_location, IDENTITY) as base:
         base.add_many([stored(trace(i)) for i in range(4)])
         # As a base of the previous format: no copy tables, no scheme recorded.
-        with base._write():  # type: ignore[attr-defined]
-            base._execute("DROP TABLE copy_bands")  # type: ignore[attr-defined]
-            base._execute("DROP TABLE copy_facets")  # type: ignore[attr-defined]
-            base._execute("DELETE FROM kb_meta WHERE key = 'copy_scheme'")  # type: ignore[attr-defined]
+        with _sql(base)._write():
+            _sql(base)._execute("DROP TABLE copy_bands")
+            _sql(base)._execute("DROP TABLE copy_facets")
+            _sql(base)._execute("DELETE FROM kb_meta WHERE key = 'copy_scheme'")
     caplog.set_level(logging.WARNING, logger="knowledgepulse")
     with open_knowledge_base(kb_location) as base:
         assert len(base) == 4  # nothing lost
@@ -78,11 +83,11 @@ def test_a_base_made_before_copy_facets_is_migrated(
         assert found is not None and found.id == "kp:trace:1"
     assert "making the copy facets of 4 stored traces" in caplog.text
     with open_knowledge_base(kb_location) as base:
-        rows = base._select("SELECT COUNT(*) FROM copy_facets")  # type: ignore[attr-defined]
+        rows = _sql(base)._select("SELECT COUNT(*) FROM copy_facets")
         assert rows[0][0] == 4
-        bands = base._select("SELECT COUNT(*) FROM copy_bands")  # type: ignore[attr-defined]
+        bands = _sql(base)._select("SELECT COUNT(*) FROM copy_bands")
         assert bands[0][0] == 4 * DEFAULT_SCHEME.bands
-        scheme = base._select("SELECT value FROM kb_meta WHERE key = 'copy_scheme'")  # type: ignore[attr-defined]
+        scheme = _sql(base)._select("SELECT value FROM kb_meta WHERE key = 'copy_scheme'")
         assert scheme[0][0] == DEFAULT_SCHEME.label
 
 
@@ -91,11 +96,11 @@ def test_facets_made_by_another_scheme_are_remade_naming_both(
 ) -> None:
     with open_knowledge_base(kb_location, IDENTITY) as base:
         base.add_many([stored(trace(i)) for i in range(3)])
-        with base._write():  # type: ignore[attr-defined]
-            base._execute(
+        with _sql(base)._write():
+            _sql(base)._execute(
                 "UPDATE kb_meta SET value = 'minhash-old;shingle=3' WHERE key = 'copy_scheme'"
-            )  # type: ignore[attr-defined]
-            base._execute("DELETE FROM copy_bands")  # type: ignore[attr-defined]
+            )
+            _sql(base)._execute("DELETE FROM copy_bands")
     caplog.set_level(logging.WARNING, logger="knowledgepulse")
     with open_knowledge_base(kb_location) as base:
         found = base.stored_copy(copy_facet(near_copy_of(trace(0), 1)), COPY_SIMILARITY)
