@@ -146,7 +146,9 @@ def curate_command(
     from ..importers import ImportOptions
     from ..scoring._curation import DEFAULT_SIMILARITY
 
-    _check_options(engine, address, workers, first_pass, kb, candidate_similarity, quiet)
+    _check_options(
+        engine, address, workers, first_pass, kb, candidate_similarity, quiet or decider == "copies"
+    )
     if decider == "copies" and (first_pass != "none" or candidate_similarity is not None):
         raise click.UsageError("--first-pass and --candidate-similarity go with --by embedding")
     registry = profile_registry(profiles)

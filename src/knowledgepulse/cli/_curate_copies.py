@@ -34,6 +34,28 @@ def _result_lines(
     return lines
 
 
+#: From this much input, one process hashes while this one reads (when there are 2+ CPUs).
+HASHER_FROM_BYTES = 8 << 20
+
+
+def hashers_for(workers: int | None, files: list[str]) -> int:
+    """Processes that hash beside this one, which reads: ``--workers N`` counts this one
+    (0 or 1: it hashes too; N: N - 1 beside it); by default one beside it for inputs of
+    8 MiB or more on a machine with two CPUs or more. Never changes the output."""
+    import os
+
+    if workers is not None:
+        return max(0, workers - 1) if workers > 1 else 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    size = 0
+    for name in files:
+        try:
+            size += os.path.getsize(name) if name != "-" else HASHER_FROM_BYTES
+        except OSError:
+            continue
+    return 1 if (cpus or 1) >= 2 and size >= HASHER_FROM_BYTES else 0
+
+
 def curate_copies_streaming(job: Any) -> int:
     """Read once; a few numbers and a signature per trace in memory, the lines on disk."""
     from ..scoring._copy_curation import CopyCuration
@@ -45,6 +67,7 @@ def curate_copies_streaming(job: Any) -> int:
             similarity=job.threshold,
             kb=job.open_base(stack),
             profiles=job.registry,
+            hashers=hashers_for(job.workers, job.files),
         )
         stack.callback(curation.close)
         run = job.run(stack)

@@ -20,8 +20,10 @@ from ._facet import (
     copy_facet,
     copy_facets,
     estimated_similarity,
+    facets_of_texts,
     normalise,
     run_text,
+    trace_texts,
     whole_text,
 )
 from ._graph import EXACT, NEAR_COPY, CopyGraph
@@ -45,8 +47,10 @@ __all__ = [
     "copy_facet",
     "copy_facets",
     "estimated_similarity",
+    "facets_of_texts",
     "near_pairs",
     "normalise",
     "run_text",
+    "trace_texts",
     "whole_text",
 ]

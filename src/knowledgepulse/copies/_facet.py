@@ -33,7 +33,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -49,8 +49,10 @@ __all__ = [
     "copy_facet",
     "copy_facets",
     "estimated_similarity",
+    "facets_of_texts",
     "normalise",
     "run_text",
+    "trace_texts",
     "whole_text",
 ]
 
@@ -119,7 +121,7 @@ def normalise(text: str) -> str:
     """NFKC, case folded, volatile ids and timestamps replaced by their kind, whitespace
     collapsed: two texts that differ only there normalise to the same string (what the
     digest and the shingles see, as text)."""
-    return b" ".join(_tokens(text)).decode("utf-8", errors="surrogatepass")
+    return _joined(_tokens(text)).decode("utf-8", errors="surrogatepass")
 
 
 # Volatile tokens that make trivial copies differ are replaced by their kind: UUIDs, ISO-8601
@@ -127,29 +129,52 @@ def normalise(text: str) -> str:
 # Tokenising is the hashing pass's main cost: on ASCII text (most traces) a bytes pattern is
 # twice as fast as ``\w+`` on str; other text is split by ``\w+`` (any script's letters).
 _ASCII_WORD = re.compile(rb"[a-z0-9_]+")
-_VOLATILE_BYTES = re.compile(
-    rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    rb"|\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?"
-)
-# What every volatile token holds: a cheap search first (ten times faster than the sub).
-_MAYBE_VOLATILE = re.compile(rb"-[0-9a-f]{4}-[0-9a-f]{4}-|\d\d:\d\d")
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\d[t ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:z|[+-]\d\d:?\d\d)?")
+# A cheap look first: the substitutions scan every position and cost more than tokenising.
+_MAYBE_TIMESTAMP = re.compile(rb"\d[t ]\d\d:\d\d")
 
 
-def _kind(match: re.Match[bytes]) -> bytes:
-    return b" timestamp " if b":" in match.group(0) else b" uuid "
+def _maybe_uuid(data: bytes) -> bool:
+    """Whether ``data`` has dashes 5 and 10 bytes apart, as every UUID does (a scan of its
+    dashes: far cheaper than the pattern at every position)."""
+    at = data.find(b"-")
+    while at >= 0:
+        if data[at + 5 : at + 6] == b"-" and data[at + 10 : at + 11] == b"-":
+            return True
+        at = data.find(b"-", at + 1)
+    return False
 
 
-def _tokens(text: str) -> list[bytes]:
-    """The words of ``text`` (UTF-8 bytes), case folded, volatile tokens replaced by kind."""
+def _mask(data: bytes) -> bytes:
+    """UUIDs and timestamps replaced by their kind."""
+    if _maybe_uuid(data):
+        data = _UUID.sub(b" uuid ", data)
+    if _MAYBE_TIMESTAMP.search(data):
+        data = _TIMESTAMP.sub(b" timestamp ", data)
+    return data
+
+
+def _tokens(text: str) -> list[bytes] | list[str]:
+    """The words of ``text``, case folded, volatile tokens replaced by kind: UTF-8 bytes for
+    ASCII text, else str (rensa hashes a word the same either way), or bytes again when the
+    text holds lone surrogates (which only bytes can carry)."""
     if text.isascii():
-        data = text.lower().encode("ascii")
-        if _MAYBE_VOLATILE.search(data):
-            data = _VOLATILE_BYTES.sub(_kind, data)
-        return _ASCII_WORD.findall(data)
+        return _ASCII_WORD.findall(_mask(text.lower().encode("ascii")))
     folded = unicodedata.normalize("NFKC", text).casefold()
-    data = _VOLATILE_BYTES.sub(_kind, folded.encode("utf-8", errors="surrogatepass"))
-    folded = data.decode("utf-8", errors="surrogatepass")
-    return [w.encode("utf-8", errors="surrogatepass") for w in _WORD.findall(folded)]
+    data = _mask(folded.encode("utf-8", errors="surrogatepass"))
+    words = _WORD.findall(data.decode("utf-8", errors="surrogatepass"))
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return [w.encode("utf-8", errors="surrogatepass") for w in words]
+    return words
+
+
+def _joined(words: list[bytes] | list[str]) -> bytes:
+    if words and isinstance(words[0], str):
+        return " ".join(words).encode("utf-8", errors="surrogatepass")  # type: ignore[arg-type]
+    return b" ".join(words)  # type: ignore[arg-type]
 
 
 def _arguments(value: Any) -> str:
@@ -207,26 +232,46 @@ def copy_facet(trace: ReasoningTrace, scheme: CopyScheme = DEFAULT_SCHEME) -> Co
     return copy_facets([trace], scheme)[0]
 
 
+#: What a copy facet is made from: the run text, the tool results, the step types. Plain
+#: strings, so a batch of them crosses to a worker process cheaply.
+TraceTexts = tuple[str, str, str]
+
+
+def trace_texts(trace: ReasoningTrace) -> TraceTexts:
+    """The texts :func:`facets_of_texts` makes ``trace``'s copy facet from."""
+    parts = _parts(trace)
+    return (
+        "\n".join(text for text, in_run in parts if in_run),
+        "\n".join(text for text, in_run in parts if not in_run),
+        " ".join(step.type for step in trace.steps),
+    )
+
+
 def copy_facets(
     traces: Iterable[ReasoningTrace], scheme: CopyScheme = DEFAULT_SCHEME
 ) -> list[CopyFacet]:
     """The copy facets of ``traces``, in order; each depends only on its own trace."""
+    return facets_of_texts([trace_texts(trace) for trace in traces], scheme)
+
+
+def facets_of_texts(
+    texts: Sequence[TraceTexts], scheme: CopyScheme = DEFAULT_SCHEME
+) -> list[CopyFacet]:
+    """The copy facets of traces given by :func:`trace_texts`, in order."""
     import rensa
 
     digests: list[bytes] = []
-    word_sets: list[list[bytes]] = []
+    word_sets: list[list[Any]] = []
     sources: list[str] = []
-    for trace in traces:
-        whole: list[bytes] = []
-        run: list[bytes] = []
-        for text, in_run in _parts(trace):
-            tokens = _tokens(text)
-            whole.extend(tokens)
-            if in_run:
-                run.extend(tokens)
+    for run_part, results_part, types in texts:
+        # Two texts, each tokenised at once (per part, the calls cost more than the text).
+        run = _tokens(run_part)
+        results = _tokens(results_part)
         # The step types too: equal digests then mean equal run texts, so equal signatures.
-        types = " ".join(step.type for step in trace.steps).encode("ascii")
-        digests.append(hashlib.blake2b(types + b"\n" + b" ".join(whole), digest_size=16).digest())
+        digest = hashlib.blake2b(types.encode("ascii"), digest_size=16)
+        digest.update(b"\n" + _joined(run) + b"\n" + _joined(results))
+        digests.append(digest.digest())
+        whole: list[Any] = [*run, *results]
         source = "run"
         if not run:
             run, source = whole, "whole"

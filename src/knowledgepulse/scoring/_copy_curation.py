@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,8 @@ from ..copies import (
     CopyGraph,
     CopyScheme,
     copy_facets,
+    facets_of_texts,
+    trace_texts,
 )
 from ._curation import CurationResult, Duplicate, DuplicateGroup, distinct_traces, trace_value, walk
 from ._profiles import ProfileRegistry, global_registry
@@ -77,6 +80,8 @@ class CopyCuration:
         kb: a knowledge base whose traces count as seen (copies of them are dropped).
         profiles: domain weights for the values (default: the registered profiles).
         scheme: how copy facets are made.
+        hashers: processes that make the copy facets while this one reads (0: this process
+            does); the facets, and so the decisions, are the same either way.
     """
 
     def __init__(
@@ -87,6 +92,7 @@ class CopyCuration:
         kb: KnowledgeBase | None = None,
         profiles: ProfileRegistry | None = None,
         scheme: CopyScheme = DEFAULT_SCHEME,
+        hashers: int = 0,
     ) -> None:
         check_similarity(similarity)
         self.work_dir = work_dir
@@ -107,6 +113,7 @@ class CopyCuration:
         self._words = bytearray()  # 1: the trace has words (a signature), 0: none
         self._stored: dict[int, tuple[str, float, str]] = {}  # copies of stored traces
         self._pending: list[ReasoningTrace] = []
+        self._hashing = _Hashers(hashers, scheme)
         self.repeated = 0
         self.kept: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self.groups = 0
@@ -134,14 +141,20 @@ class CopyCuration:
             self.flush()
 
     def flush(self) -> None:
-        """Make the copy facets of the traces waiting for a batch."""
+        """Send the traces waiting for a batch to be hashed; take in the facets made."""
         pending, self._pending = self._pending, []
-        if not pending:
-            return
+        if pending:
+            started = time.perf_counter()
+            self._hashing.submit([trace_texts(trace) for trace in pending])
+            self.timings.hash += time.perf_counter() - started
+        for facets in self._hashing.ready():
+            self._take(facets)
+
+    def _take(self, facets: list[CopyFacet]) -> None:
+        """The facets of the next traces in read order."""
         started = time.perf_counter()
-        facets = copy_facets(pending, self.scheme)
         empty = np.zeros(self.scheme.permutations, dtype=np.uint16)
-        first = len(self.ids) - len(pending)
+        first = len(self._words)
         for offset, facet in enumerate(facets):
             self._digests += facet.digest
             signature = facet.signature if facet.signature is not None else empty
@@ -156,6 +169,9 @@ class CopyCuration:
     def finish_reading(self) -> None:
         """Hash what waits for a batch and close the line spool."""
         self.flush()
+        for facets in self._hashing.drain():
+            self._take(facets)
+        self._hashing.close()
         self.lines.finish()
         self.timings.read = time.perf_counter() - self.timings.started - self.timings.hash
 
@@ -222,6 +238,7 @@ class CopyCuration:
         return int(self.kept.sum())
 
     def close(self) -> None:
+        self._hashing.close()
         self.lines.finish()
 
     def remove_files(self) -> None:
@@ -230,6 +247,51 @@ class CopyCuration:
             (self.work_dir / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # something else is in it (a folder the user named)
             self.work_dir.rmdir()
+
+
+class _Hashers:
+    """Copy facets made in this process (``processes`` 0) or in worker processes, handed back
+    in the order the batches were sent; at most two batches per worker are in flight."""
+
+    def __init__(self, processes: int, scheme: CopyScheme) -> None:
+        self.scheme = scheme
+        self._done: list[list[CopyFacet]] = []
+        self._flight: deque[Any] = deque()
+        self._pool: Any = None
+        self._limit = 2 * processes
+        if processes > 0:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["knowledgepulse.copies"])
+            self._pool = ProcessPoolExecutor(processes, mp_context=context)
+
+    def submit(self, texts: list[Any]) -> None:
+        if self._pool is None:
+            self._done.append(facets_of_texts(texts, self.scheme))
+            return
+        self._flight.append(self._pool.submit(facets_of_texts, texts, self.scheme))
+        while len(self._flight) > self._limit:  # bounded: memory holds a few batches
+            self._done.append(self._flight.popleft().result())
+
+    def ready(self) -> Iterator[list[CopyFacet]]:
+        """The batches finished so far, in order (those still running wait)."""
+        while self._flight and self._flight[0].done():
+            self._done.append(self._flight.popleft().result())
+        done, self._done = self._done, []
+        yield from done
+
+    def drain(self) -> Iterator[list[CopyFacet]]:
+        """Every batch, waiting for those still running."""
+        yield from self.ready()
+        while self._flight:
+            yield self._flight.popleft().result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
 
 class _Decisions:
