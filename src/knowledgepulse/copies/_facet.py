@@ -173,7 +173,7 @@ def _tokens(text: str) -> list[bytes] | list[str]:
 
 def _joined(words: list[bytes] | list[str]) -> bytes:
     if words and isinstance(words[0], str):
-        return " ".join(words).encode("utf-8", errors="surrogatepass")  # type: ignore[arg-type]
+        return " ".join(words).encode("utf-8", errors="surrogatepass")
     return b" ".join(words)  # type: ignore[arg-type]
 
 
