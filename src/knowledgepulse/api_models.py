@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ._schema import ReasoningTrace
-from .records import GroupDuplicate, ScoreRecord
+from .records import GroupDuplicate, Relation, ScoreRecord
 
 __all__ = [
     "VIEWER_ONLY",
@@ -143,8 +143,9 @@ class TraceDetail(_Answer):
     added_at: str | None = Field(description=_ADDED_AT)
     source: str | None
     near_duplicates: list[NearestRef] = Field(
-        description="Most similar first. kp serve: stored traces from NEAR_DUPLICATE up; "
-        "kp view: the traces kp curate --groups grouped with this one."
+        description="Its copies, most similar first (exact copies at 1.0, near copies at their "
+        "estimated Jaccard similarity). kp serve: the stored copies the key may see (the copy "
+        "decision of kp curate); kp view: the traces kp curate --groups grouped with this one."
     )
     sources: dict[str, str] | None = Field(
         default=None,
@@ -216,6 +217,9 @@ class Group(_Answer):
     line and where it was read."""
 
     kept: str
+    relation: Relation | None = Field(
+        default=None, description="The group's relation (exact, near_copy, same_task)."
+    )
     duplicates: list[GroupDuplicate]
     reason: str
     source: str = Field(description="Where the line was read: 'file:line'.")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ._schema import ReasoningTrace
+from .copies import CopyMatch
 from .memory._cache import Nearest
 from .rubrics._rubric import EvaluationResult
 
@@ -115,6 +116,13 @@ class ScoreRecord(_Line, BaseModel):
     line: int | None = None
     index: int | None = Field(default=None, description=_INDEX_HELP)
     group: dict[str, str | None] | None = Field(default=None, description=_GROUP_HELP)
+    copy_of: CopyMatch | None = Field(
+        default=None,
+        description="The trace seen before that this one is a copy of: its id (null when the "
+        "reader may not see it), the relation (exact: the same normalised text; near_copy: "
+        "estimated Jaccard similarity of word shingles at least the copy threshold) and the "
+        "similarity. Absent when it is a copy of none.",
+    )
 
     @classmethod
     def of(
@@ -137,6 +145,7 @@ class ScoreRecord(_Line, BaseModel):
         "passed",
         "stored",
         "group",
+        "copy_of",
     )
 
     @classmethod
@@ -168,6 +177,13 @@ class ScoreRecord(_Line, BaseModel):
         data["line"] = line
         if index is not None:
             data["index"] = index
+        if score.copy_of is not None:
+            copy_of = score.copy_of
+            data["copy_of"] = {
+                "id": copy_of.id,
+                "similarity": float(copy_of.similarity),
+                "relation": copy_of.relation,
+            }
         return data
 
 
@@ -215,6 +231,13 @@ class EvalRecord(_Line, EvaluationResult):
     line: int | None = None
     index: int | None = Field(default=None, description=_INDEX_HELP)
     group: dict[str, str | None] | None = Field(default=None, description=_GROUP_HELP)
+    copy_of: CopyMatch | None = Field(
+        default=None,
+        description="The trace seen before that this one is a copy of: its id (null when the "
+        "reader may not see it), the relation (exact: the same normalised text; near_copy: "
+        "estimated Jaccard similarity of word shingles at least the copy threshold) and the "
+        "similarity. Absent when it is a copy of none.",
+    )
 
     @classmethod
     def of(

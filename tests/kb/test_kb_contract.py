@@ -127,7 +127,8 @@ def test_scoring_twice_adds_nothing_and_new_ids_find_their_originals(kb_location
         for original, score in zip(batch, third):
             assert score.nearest is not None and score.nearest.id == original["id"]
             assert score.novelty == pytest.approx(0.0, abs=1e-5)
-            assert "near-duplicate of" in score.explanation
+            assert f"an exact copy of {original['id']}" in score.explanation
+            assert score.copy_of is not None and score.copy_of.relation == "exact"
         assert len(kb) == 24
 
 

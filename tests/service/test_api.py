@@ -95,7 +95,13 @@ def test_a_near_duplicate_is_rejected_with_the_reason_and_the_nearest_trace(serv
         body = copy.json()
         assert (body["status"], body["accepted"], body["threshold"]) == ("rejected", False, 0.5)
         assert body["nearest"] == {"id": "kp:trace:1", "similarity": pytest.approx(1.0)}
-        assert "near-duplicate of kp:trace:1 (cos 1.00)" in body["explanation"]
+        # Named as every surface names a copy (the same words: an exact copy).
+        assert "an exact copy of kp:trace:1" in body["explanation"]
+        assert body["record"]["copy_of"] == {
+            "id": "kp:trace:1",
+            "similarity": 1.0,
+            "relation": "exact",
+        }
         assert body["value"] == pytest.approx(0.49375)
         assert client.get("/v1/traces/kp:trace:2").status_code == 404
 

@@ -254,7 +254,10 @@ def test_groups(server: ViewerServer, view_files: ViewFiles) -> None:
     assert body["groups"] == [
         {
             "kept": ALPHA,
-            "duplicates": [{"id": ALPHA_AGAIN, "similarity": 0.988024, "value": 0.66875}],
+            "relation": None,  # grouped by whole-trace cosine (--by embedding)
+            "duplicates": [
+                {"id": ALPHA_AGAIN, "similarity": 0.988024, "value": 0.66875, "relation": None}
+            ],
             "reason": "kept for the highest value (0.6687) of 2 near-duplicates (cosine ≥ 0.8); "
             "1 tie(s) on value broken by id",
             "source": f"{view_files.groups}:1",

@@ -6,6 +6,8 @@
 - :func:`estimated_similarity` — the Jaccard similarity two signatures estimate.
 - :func:`near_pairs` — LSH bands over many signatures, each candidate decided by the estimate.
 - :class:`CopyGraph` — every trace's copies in a pile (``exact``, ``near_copy``).
+- :class:`CopyIndex` — the copies seen so far in a process; :class:`CopyMatch` names the
+  copy found (the Scorer, the service and the MCP tools all name copies with it).
 - :data:`COPY_SIMILARITY` — the estimated Jaccard similarity from which two traces are copies.
 
 docs/knowledge-base.md says what a copy is and how the parameters were chosen.
@@ -27,6 +29,7 @@ from ._facet import (
     whole_text,
 )
 from ._graph import EXACT, NEAR_COPY, CopyGraph
+from ._index import CopyIndex, CopyMatch
 from ._pairs import NearPairs, band_keys, near_pairs
 
 #: Estimated Jaccard similarity of word shingles of the run text from which two traces are
@@ -41,6 +44,8 @@ __all__ = [
     "NEAR_COPY",
     "CopyFacet",
     "CopyGraph",
+    "CopyIndex",
+    "CopyMatch",
     "CopyScheme",
     "NearPairs",
     "band_keys",

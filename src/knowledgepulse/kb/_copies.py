@@ -16,16 +16,23 @@ made from the stored traces (nothing else changes; a log line names both schemes
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..copies import DEFAULT_SCHEME as SCHEME
-from ..copies import EXACT, NEAR_COPY, CopyFacet, band_keys, copy_facets, estimated_similarity
+from ..copies import (
+    EXACT,
+    NEAR_COPY,
+    CopyFacet,
+    CopyMatch,
+    band_keys,
+    copy_facets,
+    estimated_similarity,
+)
 
-__all__ = ["COPY_TABLES", "CopyStoreMixin", "StoredCopy"]
+__all__ = ["COPY_TABLES", "CopyStoreMixin"]
 
 logger = logging.getLogger("knowledgepulse")
 
@@ -40,16 +47,6 @@ COPY_TABLES = (
 )
 #: Stored traces read per page while migrating.
 _PAGE = 500
-
-
-@dataclass(frozen=True)
-class StoredCopy:
-    """The stored trace a trace is a copy of: its id, the similarity (1.0 for ``exact``, the
-    estimated Jaccard similarity for ``near_copy``) and the relation."""
-
-    id: str
-    similarity: float
-    relation: str
 
 
 def _signed(keys: np.ndarray) -> list[int]:
@@ -191,38 +188,55 @@ class CopyStoreMixin:
 
     # -- queries ------------------------------------------------------------------------------
 
-    def stored_copy(self, facet: CopyFacet, similarity: float) -> StoredCopy | None:
+    def stored_copy(
+        self,
+        facet: CopyFacet,
+        similarity: float,
+        readable: Callable[[str], bool] | None = None,
+    ) -> CopyMatch | None:
         """The stored trace ``facet``'s trace is a copy of: an exact copy first (the smallest
         id), else the near copy of highest estimated similarity ≥ ``similarity`` (ties: the
-        smallest id); None when there is none (or the trace has no word)."""
+        smallest id); None when there is none (or the trace has no word). ``readable``: only
+        stored traces (by row id) it accepts count."""
+        found = self.stored_copies(facet, similarity, 1, readable)
+        return found[0] if found else None
+
+    def stored_copies(
+        self,
+        facet: CopyFacet,
+        similarity: float,
+        k: int = 10,
+        readable: Callable[[str], bool] | None = None,
+    ) -> list[CopyMatch]:
+        """Up to ``k`` stored copies of ``facet``'s trace: exact copies (by id), then near
+        copies, most similar first (ties: by id)."""
         if facet.signature is None:
-            return None
+            return []
         if not self._copies_ready:
             with self._write():
                 self._ensure_copies()
         m = self.dialect.mark
-        exact = self._select(
-            f"SELECT id FROM copy_facets WHERE digest = {m} ORDER BY id LIMIT 1", [facet.digest]
-        )
-        if exact:
-            return StoredCopy(str(exact[0][0]), 1.0, EXACT)
         keys = _signed(band_keys(facet.signature.reshape(1, -1), SCHEME)[0])
         where = " OR ".join([f"(band = {m} AND key = {m})"] * len(keys))
         params: list[Any] = [value for band, key in enumerate(keys) for value in (band, key)]
-        candidates = self._select(
-            f"SELECT f.id, f.signature FROM copy_facets f WHERE f.id IN "
-            f"(SELECT id FROM copy_bands WHERE {where}) AND f.signature IS NOT NULL",
-            params,
+        rows = self._select(
+            f"SELECT f.id, f.digest, f.signature FROM copy_facets f WHERE f.digest = {m} OR "
+            f"f.id IN (SELECT id FROM copy_bands WHERE {where})",
+            [facet.digest, *params],
         )
-        best: StoredCopy | None = None
-        for trace_id, signature in candidates:
-            stored = np.frombuffer(bytes(signature), dtype=np.uint16)
-            found = float(estimated_similarity(facet.signature, stored))
-            if found < similarity:
+        found: list[CopyMatch] = []
+        for trace_id, digest, signature in rows:
+            if signature is None or (readable is not None and not readable(str(trace_id))):
                 continue
-            if best is None or (-found, trace_id) < (-best.similarity, best.id):
-                best = StoredCopy(str(trace_id), found, NEAR_COPY)
-        return best
+            if bytes(digest) == facet.digest:
+                found.append(CopyMatch(str(trace_id), 1.0, EXACT))
+                continue
+            stored = np.frombuffer(bytes(signature), dtype=np.uint16)
+            estimate = float(estimated_similarity(facet.signature, stored))
+            if estimate >= similarity:
+                found.append(CopyMatch(str(trace_id), estimate, NEAR_COPY))
+        found.sort(key=lambda match: (match.relation != EXACT, -match.similarity, match.id))
+        return found[:k]
 
     def _forget_copies(self) -> None:
         """Every trace was deleted (inside the caller's transaction)."""

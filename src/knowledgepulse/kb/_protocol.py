@@ -4,13 +4,12 @@ takes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..copies import CopyFacet
+from ..copies import CopyFacet, CopyMatch
 from ..memory._cache import Admit, Nearest
 from ._base import EmbeddingIdentity, FloatArray, Hit, KnowledgeBaseStats, StoredTrace
-from ._copies import StoredCopy
 from ._keys import ApiKey, ListedTrace, TraceAccess, Viewer
 
 __all__ = ["KnowledgeBase"]
@@ -69,9 +68,24 @@ class KnowledgeBase(Protocol):
 
     def stats(self) -> KnowledgeBaseStats: ...
 
-    def stored_copy(self, facet: CopyFacet, similarity: float) -> StoredCopy | None:
+    def stored_copy(
+        self,
+        facet: CopyFacet,
+        similarity: float,
+        readable: Callable[[str], bool] | None = None,
+    ) -> CopyMatch | None:
         """The stored trace ``facet``'s trace is a copy of (exact first, else the nearest
-        near copy at estimated Jaccard ≥ ``similarity``), or None."""
+        near copy at estimated Jaccard ≥ ``similarity``), or None; ``readable`` filters the
+        stored rows that count."""
+
+    def stored_copies(
+        self,
+        facet: CopyFacet,
+        similarity: float,
+        k: int = 10,
+        readable: Callable[[str], bool] | None = None,
+    ) -> list[CopyMatch]:
+        """Up to ``k`` stored copies: exact ones first, then near ones, most similar first."""
 
     def check(self) -> list[str]:
         """Problems found (empty: the base is sound)."""

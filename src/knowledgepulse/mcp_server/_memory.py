@@ -18,7 +18,6 @@ from ..api_models import VIEWER_ONLY, TraceDetail
 from ..kb import ApiKey
 from ..kb._recall import render_steps, search_similar, worked_examples
 from ..kb._spans import memory_span
-from ..scoring._formulas import is_near_duplicate
 from ..service._bodies import Redactor, RequestProblem, traces_of
 from ..service._engine import Engine
 from ..service._settings import ServiceSettings
@@ -184,11 +183,16 @@ class TraceMemory:
             span.set_attribute("gen_ai.memory.record.id", parsed.id)
             result = self.engine.contribute([self.redact(parsed)], key, source)[0]
             span.set_attribute("gen_ai.memory.record.count", int(result.status == "accepted"))
-        nearest = result.nearest
+        # A copy is named as every surface names it: kp curate's copy decision.
+        copied = None if result.record is None else result.record.copy_of
         duplicate = (
             None
-            if nearest is None or not is_near_duplicate(nearest.similarity)
-            else {"id": nearest.id, "similarity": round(nearest.similarity, 4)}
+            if copied is None or copied.id is None
+            else {
+                "id": copied.id,
+                "relation": copied.relation,
+                "similarity": round(copied.similarity, 4),
+            }
         )
         return {
             "id": result.id,

@@ -118,8 +118,8 @@ TOOLS: dict[str, ToolSpec] = {
             "Contribute your run",
             "Call this AFTER finishing a task, with your run as a ReasoningTrace: the server "
             "redacts and scores it, stores it when its value passes the gate, and answers the "
-            "score, whether it passed, whether it is stored, and duplicate_of when a nearly "
-            "identical trace is stored already. Needs a key that may contribute.",
+            "score, whether it passed, whether it is stored, and duplicate_of when it is a "
+            "copy of a trace stored already. Needs a key that may contribute.",
             ContributeTraceArguments,
             read_only=False,
         ),

@@ -162,7 +162,7 @@ class CopyCuration:
             self._words.append(facet.signature is not None)
             if self.kb is not None and facet.signature is not None:
                 found = self.kb.stored_copy(facet, self.similarity)
-                if found is not None:
+                if found is not None and found.id is not None:
                     self._stored[first + offset] = (found.id, found.similarity, found.relation)
         self.timings.hash += time.perf_counter() - started
 
@@ -412,7 +412,7 @@ def curate_from_facets(
     if kb is not None:
         for position, facet in enumerate(facets):
             found = kb.stored_copy(facet, similarity)
-            if found is not None:
+            if found is not None and found.id is not None:
                 stored[position] = (found.id, found.similarity, found.relation)
     kept_ids: set[str] = set()
     groups: list[DuplicateGroup] = []

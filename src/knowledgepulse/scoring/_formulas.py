@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._schema import ReasoningTrace
+from ..copies import CopyMatch
 from ._profiles import DomainProfile
 
 if TYPE_CHECKING:
@@ -152,6 +153,9 @@ class ValueScore:
     #: With a knowledge base: whether this trace was ``added`` to it, was ``already_stored``
     #: (this is then its stored score) or was ``not_added`` (it did not pass the gate).
     stored: StoredStatus | None = None
+    #: The trace seen before that this one is a copy of (exact, or near: estimated Jaccard of
+    #: word shingles ≥ the copy threshold), the one copy decision of every surface.
+    copy_of: CopyMatch | None = None
 
     def __float__(self) -> float:
         return self.value
@@ -186,6 +190,7 @@ class ValueScore:
             weighted_sum=sum(d * wt for d, wt in zip(dims, weights)),
             nearest=record.nearest,
             stored=record.stored,
+            copy_of=record.copy_of,
         )
 
     @property
@@ -198,9 +203,10 @@ class ValueScore:
             "no_embedder": "no embedder: 0.5",
         }[self.novelty_source]
         nearest = self.nearest
-        if nearest is not None and nearest.id is not None:
-            kind = "near-duplicate of" if is_near_duplicate(nearest.similarity) else "nearest"
-            novelty_note = f"{kind} {nearest.id} (cos {nearest.similarity:.2f})"
+        if self.copy_of is not None:
+            novelty_note = self.copy_of.describe()
+        elif nearest is not None and nearest.id is not None:
+            novelty_note = f"nearest {nearest.id} (cos {nearest.similarity:.2f})"
         text = (
             f"value {self.value:.6g} with profile {self.profile!r}: "
             f"complexity {self.complexity:.3f}×{w_c:g} + novelty {self.novelty:.3f}×{w_n:g} "
@@ -219,6 +225,7 @@ def compose(
     profile: DomainProfile,
     trace_id: str | None = None,
     nearest: Nearest | None = None,
+    copy_of: CopyMatch | None = None,
 ) -> ValueScore:
     """Weighted sum, then the rule overrides in SPEC order, then clamping."""
     c, d, o = complexity(facts), tool_diversity(facts), outcome(facts)
@@ -251,4 +258,5 @@ def compose(
         trace_id=trace_id,
         weighted_sum=weighted,
         nearest=nearest,
+        copy_of=copy_of,
     )

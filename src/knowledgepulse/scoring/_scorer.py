@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, run
 
 from .._errors import KnowledgePulseError
 from .._schema import ReasoningTrace, parse_trace
+from ..copies import COPY_SIMILARITY, CopyIndex, CopyMatch, copy_facets
 from ._formulas import (
     NOVELTY_FALLBACK,
     RULE_ERROR_RECOVERY_BONUS,
@@ -116,6 +117,8 @@ class Scorer:
             self.profiles = ProfileRegistry(profiles)
         self.batch_size = batch_size
         self._where: Callable[[Any], str | None] | None = None
+        # The copies remembered in this process, when the memory keeps none itself.
+        self._copy_index = CopyIndex()
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -244,16 +247,30 @@ class Scorer:
         vectors = embedder.embed([trace.embedding_text for trace in batch])
         _check_vectors(vectors, len(batch), self.cache.dimensions, embedder)
         ids = [trace.id for trace in batch]
+        facets = copy_facets(batch)
+        # Copies of what the memory stored before this batch (a knowledge base answers from
+        # its tables), then of the traces of this batch remembered before each one.
+        stored_copy = getattr(self.cache, "stored_copy", None)
+        copied: list[CopyMatch | None] = [None] * len(batch)
+        seen = self._copy_index
+        if stored_copy is not None:
+            copied = [stored_copy(facet, COPY_SIMILARITY) for facet in facets]
+            seen = CopyIndex()
+
+        def copy_of(k: int) -> CopyMatch | None:
+            return copied[k] or seen.find(facets[k], COPY_SIMILARITY)
+
         with _single_threaded_blas():
             if store is None and self.remember == "all":
                 found = self.cache.nearest_then_add_many(vectors, ids)
-                for i, trace, nearest in zip(todo, batch, found):
-                    scores[i] = self._compose(trace, nearest)
+                for k, (i, trace, nearest) in enumerate(zip(todo, batch, found)):
+                    scores[i] = self._compose(trace, nearest, copy_of=copy_of(k))
+                    seen.add(trace.id, facets[k])
             else:
 
                 def admit(k: int, nearest: Nearest | None) -> object | None:
                     trace = batch[k]
-                    score = self._compose(trace, nearest)
+                    score = self._compose(trace, nearest, copy_of=copy_of(k))
                     keep = self.remember == "all" or (
                         self.remember == "accepted"
                         and self.threshold is not None
@@ -264,6 +281,7 @@ class Scorer:
                     scores[todo[k]] = score
                     if not keep:
                         return None
+                    seen.add(trace.id, facets[k])
                     if store is None:
                         return True
                     where = sources[todo[k]] if sources is not None else None
@@ -273,14 +291,19 @@ class Scorer:
         return [score for score in scores if score is not None]
 
     def _compose(
-        self, trace: ReasoningTrace, nearest: Nearest | None, *, embedded: bool = True
+        self,
+        trace: ReasoningTrace,
+        nearest: Nearest | None,
+        *,
+        embedded: bool = True,
+        copy_of: CopyMatch | None = None,
     ) -> ValueScore:
         novelty: float = NOVELTY_FALLBACK
         source: NoveltySource = "empty_cache" if embedded else "no_embedder"
         if nearest is not None:
             novelty, source = 1.0 - nearest.similarity, "embedding"
         profile = self.profiles.for_domain(trace.metadata.task_domain)
-        return compose(TraceFacts.of(trace), novelty, source, profile, trace.id, nearest)
+        return compose(TraceFacts.of(trace), novelty, source, profile, trace.id, nearest, copy_of)
 
 
 _MISSING = object()

@@ -31,13 +31,13 @@ from ..api_models import (
     TraceList,
     TraceListItem,
 )
+from ..copies import COPY_SIMILARITY, CopyFacet, CopyMatch, copy_facet
 from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
 from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
-from ..scoring._formulas import NEAR_DUPLICATE, is_near_duplicate
 from ..scoring._scorer import Scorer, ValueScore
 
-__all__ = ["NEAR_DUPLICATE", "Engine", "namespaced_id", "shown_id"]
+__all__ = ["Engine", "namespaced_id", "shown_id"]
 
 HIDDEN = "a stored trace"
 #: A key id (``kb._keys.new_key``: 6 random bytes in hex) after the ``/`` of a namespaced id.
@@ -77,6 +77,17 @@ class _LookOnly:
 
     def clear(self) -> None:
         raise TypeError("the service's scoring memory is read-only")
+
+    def stored_copy(self, facet: CopyFacet, similarity: float) -> CopyMatch | None:
+        """The stored trace this key may see that ``facet``'s trace is a copy of (a copy it
+        may not see is looked past: a key learns nothing of traces it cannot read)."""
+        return self._kb.stored_copy(facet, similarity, self._readable)
+
+    def _readable(self, row: str) -> bool:
+        if self._viewer.sees_all:
+            return True
+        access = self._kb.access_of([row]).get(row)
+        return access is not None and self._viewer.can_see(access)
 
 
 class _Contributor:
@@ -125,6 +136,17 @@ class _Contributor:
 
         self._kb.nearest_then_add_many(vectors, rows, owned)
         return seen
+
+    def stored_copy(self, facet: CopyFacet, similarity: float) -> CopyMatch | None:
+        """The stored trace this key may see that ``facet``'s trace is a copy of (a copy it
+        may not see is looked past: a key learns nothing of traces it cannot read)."""
+        return self._kb.stored_copy(facet, similarity, self._readable)
+
+    def _readable(self, row: str) -> bool:
+        if self._viewer.sees_all:
+            return True
+        access = self._kb.access_of([row]).get(row)
+        return access is not None and self._viewer.can_see(access)
 
     def _as_seen(
         self,
@@ -316,7 +338,24 @@ class Engine:
                     }
                 )
             )
-        return out
+        return [self._hide_unseen_copy(record, viewer) for record in out]
+
+    def _hide_unseen_copy(self, record: ScoreRecord, viewer: Viewer) -> ScoreRecord:
+        """The record's ``copy_of`` named as contributed, or made anonymous when ``viewer``
+        may not see it (as the nearest trace is)."""
+        copied = record.copy_of
+        if copied is None or copied.id is None:
+            return record
+        if self._visible([copied.id], viewer):
+            shown = shown_id(copied.id)
+            if shown == copied.id:
+                return record
+            named = CopyMatch(shown, copied.similarity, copied.relation)
+            text = record.explanation.replace(copied.id, shown)
+        else:
+            named = CopyMatch(None, copied.similarity, copied.relation)
+            text = record.explanation.replace(copied.id, HIDDEN)
+        return record.model_copy(update={"copy_of": named, "explanation": text})
 
     def _visible(self, ids: Iterable[str], viewer: Viewer) -> set[str]:
         access = self.kb.access_of(ids)
@@ -328,14 +367,9 @@ class Engine:
         """The stored trace, or None when there is none *or* the viewer may not see it."""
         row = self._readable_row(trace_id, viewer)
         found = None if row is None else self.kb.get(row)
-        if found is None or not viewer.can_see(_access(found)):
+        if row is None or found is None or not viewer.can_see(_access(found)):
             return None
-        hits = self.kb.search_visible(found.vector, 11, viewer)
-        near = [
-            NearestRef(id=shown_id(hit.id), similarity=hit.similarity)
-            for hit in hits
-            if hit.id != row and is_near_duplicate(hit.similarity)
-        ][:10]
+        near = self._copies_of(found.trace, row, viewer)
         record = None
         if found.record is not None:
             record = self._hide_unseen([ScoreRecord.model_validate(found.record)], viewer)[0]
@@ -346,6 +380,22 @@ class Engine:
             source=found.source,
             near_duplicates=near,
         )
+
+    def _copies_of(self, trace: dict[str, Any], row: str, viewer: Viewer) -> list[NearestRef]:
+        """The stored copies of a stored trace that ``viewer`` may see (the copy decision of
+        kp curate and the scorer: exact first, then near copies, most similar first)."""
+        try:
+            facet = copy_facet(ReasoningTrace.model_validate(trace))
+        except ValueError:  # a stored row that is no trace: no copies to name
+            return []
+
+        def readable(other: str) -> bool:
+            return other != row and bool(self._visible([other], viewer))
+
+        return [
+            NearestRef(id=shown_id(str(match.id)), similarity=match.similarity)
+            for match in self.kb.stored_copies(facet, COPY_SIMILARITY, 10, readable)
+        ]
 
     def _readable_row(self, trace_id: str, viewer: Viewer) -> str | None:
         """The row ``viewer`` reads under ``trace_id``: the id itself, else the viewer's own

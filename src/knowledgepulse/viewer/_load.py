@@ -69,9 +69,10 @@ class GroupEntry:
     """One group of near-duplicates from ``kp curate --groups``, and where it was read."""
 
     kept: str
-    duplicates: list[dict[str, Any]]  # {"id", "similarity"} and "value" when the line has it
+    duplicates: list[dict[str, Any]]  # {"id", "similarity"}, "value" and "relation" if given
     reason: str
     place: str
+    relation: str | None = None
 
 
 @dataclass
@@ -188,8 +189,15 @@ def _group(value: dict[str, Any], place: str) -> GroupEntry:
         shown = {"id": duplicate["id"], "similarity": float(duplicate["similarity"])}
         if _is_number(duplicate.get("value")):
             shown["value"] = float(duplicate["value"])
+        if duplicate.get("relation") in RELATIONS:
+            shown["relation"] = duplicate["relation"]
         checked.append(shown)
-    return GroupEntry(kept=kept, duplicates=checked, reason=reason, place=place)
+    relation = value.get("relation") if value.get("relation") in RELATIONS else None
+    return GroupEntry(kept=kept, duplicates=checked, reason=reason, place=place, relation=relation)
+
+
+#: The relations a group line may name (kp curate --by copies and --by task).
+RELATIONS = ("exact", "near_copy", "same_task")
 
 
 def _is_number(value: Any) -> bool:

@@ -202,6 +202,7 @@ def group_list(data: ViewerData) -> GroupList:
         groups=[
             Group(
                 kept=g.kept,
+                relation=g.relation,
                 duplicates=[GroupDuplicate(**{"value": None, **d}) for d in g.duplicates],
                 reason=g.reason,
                 source=g.place,
