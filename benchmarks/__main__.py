@@ -571,6 +571,7 @@ def main() -> None:
             "curation",
             "ann",
             "curation-scale",
+            "copy-hashing",
         ],
         help="leave a group out (repeatable)",
     )
@@ -653,6 +654,7 @@ SECTIONS = (
     "redaction",
     "kb",
     "mcp",
+    "copy-hashing",
     "curation",
     "ann",
     "curation-scale",
@@ -708,6 +710,10 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         from ._mcp import bench_mcp
 
         bench_mcp(args.quick, args.tau_bench, args.mcp_traces)
+    if "copy-hashing" not in skip:
+        from ._copy_hashing import bench_copy_hashing
+
+        bench_copy_hashing()
     if "curation" not in skip:
         bench_curation(args.quick, args.curate_copies)
     if "ann" not in skip:

@@ -209,12 +209,12 @@ def _run_worker(kind: str, path: Path, limit: int | None) -> dict[str, Any] | st
 
 
 def run_kp_curate(path: Path, out: Path) -> tuple[float, float, int] | str:
-    """Seconds, peak RSS (MiB) and kept count of ``kp curate --first-pass static`` on ``path``,
-    or why it failed."""
+    """Seconds, peak RSS (MiB) and kept count of ``kp curate --by embedding --first-pass
+    static`` on ``path``, or why it failed."""
     args = [
         sys.executable, "-m", "knowledgepulse", "curate", str(path), "-q",
         "-o", str(out / "kept.jsonl"), "--groups", str(out / "groups.jsonl"),
-        "--first-pass", "static",
+        "--by", "embedding", "--first-pass", "static",
     ]  # fmt: skip
     wrapper = (
         "import resource, subprocess, sys, time; t = time.perf_counter(); "

@@ -46,9 +46,12 @@ class CopyGraph:
         has_words: npt.NDArray[np.bool_],
         scheme: CopyScheme,
         threshold: float,
+        rows: npt.NDArray[np.int64] | None = None,
     ) -> CopyGraph:
-        """Row ``p`` of ``digests`` (16 bytes each), ``signatures`` and ``has_words`` for each
-        position ``p``; rows without words are in no class."""
+        """Row ``p`` of ``digests`` (16 bytes each) and ``has_words`` for each position
+        ``p``, its signature row ``signatures[rows[p]]`` (``rows`` None: row ``p``, so a
+        caller need not copy its signatures into position order); positions without words
+        are in no class."""
         n = len(digests)
         class_of = np.full(n, -1, dtype=np.int64)
         in_class = np.flatnonzero(has_words)
@@ -60,7 +63,7 @@ class CopyGraph:
         order = in_class[np.argsort(class_of[in_class], kind="stable")]
         member_offsets = np.zeros(classes + 1, dtype=np.int64)
         np.cumsum(np.bincount(class_of[in_class], minlength=classes), out=member_offsets[1:])
-        matrix = signatures[representatives]
+        matrix = signatures[representatives if rows is None else rows[representatives]]
         pairs = near_pairs(matrix, scheme, threshold)
         del matrix
         # Both directions, then by class and most similar first (ties: the other's first

@@ -24,14 +24,21 @@ _VERIFY_BLOCK = 65_536
 
 def band_keys(signatures: npt.NDArray[np.uint16], scheme: CopyScheme) -> npt.NDArray[np.uint64]:
     """The LSH key of every band of every signature: shape (n, bands), uint64."""
-    n = signatures.shape[0]
-    keys = np.zeros((n, scheme.bands), dtype=np.uint64)
+    keys = np.zeros((signatures.shape[0], scheme.bands), dtype=np.uint64)
     for band in range(scheme.bands):
-        start = band * scheme.rows
-        for row in range(scheme.rows):
-            values = signatures[:, start + row].astype(np.uint64)
-            keys[:, band] |= values << np.uint64(16 * row)
+        keys[:, band] = band_key(signatures, scheme, band)
     return keys
+
+
+def band_key(
+    signatures: npt.NDArray[np.uint16], scheme: CopyScheme, band: int
+) -> npt.NDArray[np.uint64]:
+    """The LSH key of one band of every signature: its ``rows`` 16-bit values side by side."""
+    key = np.zeros(signatures.shape[0], dtype=np.uint64)
+    start = band * scheme.rows
+    for row in range(scheme.rows):
+        key |= signatures[:, start + row].astype(np.uint64) << np.uint64(16 * row)
+    return key
 
 
 @dataclass
@@ -77,9 +84,10 @@ def near_pairs(
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
         return NearPairs(empty, empty, np.zeros(0), 0)
-    keys = band_keys(signatures, scheme)
-    codes = np.unique(np.concatenate([_band_pairs(keys[:, b]) for b in range(scheme.bands)]))
-    del keys
+    # One band's keys at a time: memory holds n keys and the pairs, not n x bands keys.
+    found = [_band_pairs(band_key(signatures, scheme, band)) for band in range(scheme.bands)]
+    codes = np.unique(np.concatenate(found))
+    del found
     firsts, seconds, sims = [], [], []
     for start in range(0, len(codes), _VERIFY_BLOCK):
         block = codes[start : start + _VERIFY_BLOCK]

@@ -183,9 +183,10 @@ class CopyCuration:
         ids = [self.ids[i] for i in order.tolist()]
         values = np.frombuffer(self._values, dtype=np.float64)[order]
         digests = np.frombuffer(bytes(self._digests), dtype="V16")[order]
+        # In read order, no copy: the graph takes the rows of distinct texts in id order.
         signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
             n, self.scheme.permutations
-        )[order]
+        )
         has_words = np.frombuffer(bytes(self._words), dtype=np.uint8)[order].astype(bool)
         position_of = np.empty(n, dtype=np.int64)
         position_of[order] = np.arange(n)
@@ -195,7 +196,15 @@ class CopyCuration:
             "w", encoding="utf-8", errors="surrogatepass"
         ) as out:
             decisions = decide_copies(
-                ids, values, digests, signatures, has_words, stored, self.similarity, self.scheme
+                ids,
+                values,
+                digests,
+                signatures,
+                has_words,
+                stored,
+                self.similarity,
+                self.scheme,
+                rows=order,
             )
             done = 0
             for position, group in decisions:
@@ -316,10 +325,12 @@ def decide_copies(
     stored: Mapping[int, tuple[str, float, str]],
     similarity: float,
     scheme: CopyScheme,
+    rows: npt.NDArray[np.int64] | None = None,
 ) -> _Decisions:
     """The walk over positions in id order (see the module): ``stored`` maps a position to the
-    stored trace it is a copy of (id, similarity, relation)."""
-    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity)
+    stored trace it is a copy of (id, similarity, relation); position ``p``'s signature is
+    ``signatures[rows[p]]`` (``rows`` None: row ``p``)."""
+    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity, rows)
     assigned = np.zeros(len(ids), dtype=bool)
     by_stored: dict[str, list[Duplicate]] = {}
     for position, (stored_id, found, relation) in sorted(stored.items()):
