@@ -131,6 +131,35 @@ def test_kp_curate_on_ray_equals_local(
 
 
 @pytest.mark.usefixtures("ray_session")
+def test_kp_curate_copies_on_ray_equals_local(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Copies (the default decider): Ray Data makes the copy facets, the same bytes come out,
+    with the hashing worker process of the local run on (--workers 2) and off."""
+    import random
+
+    from scoring.test_copy_curation import edited, tau_dicts
+
+    base = tau_dicts(60)
+    rng = random.Random(3)
+    pile = base + [edited(base[k % 60], k, rng) for k in range(240)]
+    rng.shuffle(pile)
+    source = tmp_path / "pile.jsonl"
+    source.write_text("".join(json.dumps(t) + "\n" for t in pile))
+    written = {}
+    for engine, workers in (("local", "1"), ("local", "2"), ("ray", "2")):
+        kept, groups = tmp_path / f"{engine}{workers}-kept.jsonl", tmp_path / "g.jsonl"
+        argv = ["curate", str(source), "-o", str(kept), "--groups", str(groups)]
+        code = main([*argv, "--engine", engine, "--workers", workers])
+        capsys.readouterr()
+        written[engine, workers] = (code, kept.read_text(), groups.read_text())
+    assert written["ray", "2"] == written["local", "1"] == written["local", "2"]
+    code, kept_text, groups_text = written["local", "1"]
+    assert code == 0 and len(kept_text.splitlines()) == 60
+    assert len(groups_text.splitlines()) == 60  # every conversation had copies
+
+
+@pytest.mark.usefixtures("ray_session")
 def test_kp_curate_first_pass_on_ray_equals_local(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

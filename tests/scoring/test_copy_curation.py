@@ -6,6 +6,10 @@ from __future__ import annotations
 import copy
 import json
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +189,33 @@ def test_a_copy_of_a_stored_trace_is_dropped_in_its_favour(
     )
     kept_ids = {json.loads(line)["id"] for line in kept.read_text().splitlines()}
     assert sorted(map(family, kept_ids)) == sorted(t["id"] for t in traces[3:6])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_run_writes_nothing_and_says_so(tmp_path: Path, sig: int) -> None:
+    """Stopped while it reads (standard input held open): the accounting line, exit 128 + N,
+    no output file, and the work directory cleared; the next run starts afresh."""
+    kept, groups, work = tmp_path / "kept.jsonl", tmp_path / "g.jsonl", tmp_path / "work"
+    argv = [sys.executable, "-m", "knowledgepulse", "curate", "-", "-o", str(kept)]
+    argv += ["--groups", str(groups), "--work-dir", str(work)]
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    assert process.stdin is not None
+    for trace in tau_dicts(30):
+        process.stdin.write((json.dumps(trace) + "\n").encode())
+    process.stdin.flush()
+    spool = work / "traces.jsonl"
+    deadline = time.monotonic() + 120
+    while (not spool.exists() or spool.stat().st_size == 0) and time.monotonic() < deadline:
+        assert process.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.5)  # the lines written so far are read
+    process.send_signal(sig)
+    _, err_bytes = process.communicate(timeout=60)
+    err = err_bytes.decode()
+    assert process.returncode == 128 + sig, err
+    assert "records in: 30 = processed 0 + rejected 0 + not processed 30" in err
+    assert "interrupted before curating: nothing was written" in err
+    assert not kept.exists() and not groups.exists()
+    assert not work.exists()
