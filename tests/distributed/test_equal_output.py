@@ -154,7 +154,7 @@ def test_kp_curate_copies_on_ray_equals_local(
         capsys.readouterr()
         written[engine, workers] = (code, kept.read_text(), groups.read_text())
     assert written["ray", "2"] == written["local", "1"] == written["local", "2"]
-    code, kept_text, groups_text = written["local", "1"]
+    code, kept_text, _ = written["local", "1"]
     kept_ids = [json.loads(line)["id"] for line in kept_text.splitlines()]
     # Every conversation kept; one copy too far from the trace kept for its run (a leader
     # takes only its own copies) is kept beside it.

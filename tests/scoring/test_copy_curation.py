@@ -219,3 +219,42 @@ def test_a_stopped_run_writes_nothing_and_says_so(tmp_path: Path, sig: int) -> N
     assert "interrupted before curating: nothing was written" in err
     assert not kept.exists() and not groups.exists()
     assert not work.exists()
+
+
+def test_a_reworded_copy_with_the_same_steps_is_a_copy() -> None:
+    """Its prose reworded (45 % of the words of every message replaced), its tool calls and
+    results kept: the run text's estimate falls below S, the steps say it is the same run."""
+    from knowledgepulse.copies import DEFAULT_SCHEME
+
+    base = tau_dicts(8)
+    rng = random.Random(5)
+    reworded = []
+    for trace in base:
+        data = copy.deepcopy(trace)
+        data["id"] += ":reworded"
+        for step in data["steps"]:
+            if step.get("content") and not (step["type"] == "observation" and step.get("tool")):
+                step["content"] = " ".join(
+                    f"w{rng.randrange(10**6)}" if rng.random() < 0.45 else word
+                    for word in step["content"].split(" ")
+                )
+        reworded.append(data)
+    facets = copy_facets(kp.parse_trace(t) for t in base + reworded)
+    estimates = [
+        float(estimated_similarity(a.signature, b.signature))  # type: ignore[arg-type]
+        for a, b in zip(facets[:8], facets[8:])
+    ]
+    with_steps = [i for i in range(8) if facets[i].steps is not None]
+    assert with_steps and all(facets[i].steps == facets[8 + i].steps for i in with_steps)
+    result = curate_copies(base + reworded)
+    joined = {d.id for g in result.groups for d in g.duplicates} | {g.kept for g in result.groups}
+    for i in range(8):
+        expected = estimates[i] >= COPY_SIMILARITY or (
+            i in with_steps and estimates[i] >= DEFAULT_SCHEME.reworded
+        )
+        assert (reworded[i]["id"] in joined) == expected, (i, estimates[i])
+    # Four of the eight keep ≥ 0.17 of their run text (0.22-0.27); three fall below it; one
+    # has no tool call, so no steps to say it is the same run. All are below S: the steps
+    # alone joined them.
+    assert sum(reworded[i]["id"] in joined for i in range(8)) == 4
+    assert max(estimates) < COPY_SIMILARITY

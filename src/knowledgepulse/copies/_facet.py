@@ -57,6 +57,9 @@ __all__ = [
 ]
 
 _WORD = re.compile(r"\w+")
+#: A run's steps identify it only with this many tool calls or more: fewer leave too many
+#: unrelated runs with the same steps.
+STEPS_FROM_CALLS = 2
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,10 @@ class CopyScheme:
     rows: int = 4
     seed: int = 20261128
     normalisation: int = 1
+    #: Two traces with the same steps (step types, tool calls and arguments, tool results)
+    #: are copies from this estimated Jaccard similarity of their run texts up: the same run
+    #: reworded (docs/knowledge-base.md says how it was chosen).
+    reworded: float = 0.17
 
     def __post_init__(self) -> None:
         if self.bands * self.rows > self.permutations or self.rows > 64 // self.bits:
@@ -89,7 +96,7 @@ class CopyScheme:
         return (
             f"{self.name}/{_algorithm()};shingle={self.shingle};perm={self.permutations};"
             f"bits={self.bits};bands={self.bands}x{self.rows};seed={self.seed};"
-            f"norm={self.normalisation}"
+            f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls;reworded={self.reworded:g}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,6 +122,9 @@ class CopyFacet:
     signature: npt.NDArray[np.uint16] | None
     words: int
     source: str
+    #: The digest of the run's steps (step types, tool calls with their arguments, tool
+    #: results), None with fewer than two tool calls: a reworded copy keeps it.
+    steps: bytes | None = None
 
 
 def normalise(text: str) -> str:
@@ -234,16 +244,22 @@ def copy_facet(trace: ReasoningTrace, scheme: CopyScheme = DEFAULT_SCHEME) -> Co
 
 #: What a copy facet is made from: the run text, the tool results, the step types. Plain
 #: strings, so a batch of them crosses to a worker process cheaply.
-TraceTexts = tuple[str, str, str]
+TraceTexts = tuple[str, str, str, str]
 
 
 def trace_texts(trace: ReasoningTrace) -> TraceTexts:
     """The texts :func:`facets_of_texts` makes ``trace``'s copy facet from."""
     parts = _parts(trace)
+    calls = [
+        f"{step.tool.name} {_arguments(step.input or {})}"
+        for step in trace.steps
+        if step.type == "tool_call" and step.tool is not None
+    ]
     return (
         "\n".join(text for text, in_run in parts if in_run),
         "\n".join(text for text, in_run in parts if not in_run),
         " ".join(step.type for step in trace.steps),
+        "\n".join(calls) if len(calls) >= STEPS_FROM_CALLS else "",
     )
 
 
@@ -261,9 +277,10 @@ def facets_of_texts(
     import rensa
 
     digests: list[bytes] = []
+    steps: list[bytes | None] = []
     word_sets: list[list[Any]] = []
     sources: list[str] = []
-    for run_part, results_part, types in texts:
+    for run_part, results_part, types, calls in texts:
         # Two texts, each tokenised at once (per part, the calls cost more than the text).
         run = _tokens(run_part)
         results = _tokens(results_part)
@@ -271,6 +288,12 @@ def facets_of_texts(
         digest = hashlib.blake2b(types.encode("ascii"), digest_size=16)
         digest.update(b"\n" + _joined(run) + b"\n" + _joined(results))
         digests.append(digest.digest())
+        if calls:
+            skeleton = hashlib.blake2b(types.encode("ascii"), digest_size=16)
+            skeleton.update(b"\n" + _joined(_tokens(calls)) + b"\n" + _joined(results))
+            steps.append(skeleton.digest())
+        else:
+            steps.append(None)
         whole: list[Any] = [*run, *results]
         source = "run"
         if not run:
@@ -295,8 +318,8 @@ def facets_of_texts(
         for row, i in enumerate(with_words):
             rows[i] = signatures[row]
     return [
-        CopyFacet(digest, row, len(words), source)
-        for digest, row, words, source in zip(digests, rows, word_sets, sources)
+        CopyFacet(digest, row, len(words), source, skeleton)
+        for digest, row, words, source, skeleton in zip(digests, rows, word_sets, sources, steps)
     ]
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._facet import CopyScheme
-from ._pairs import near_pairs
+from ._facet import CopyScheme, estimated_similarity
+from ._pairs import NearPairs, near_pairs
 
 __all__ = ["EXACT", "NEAR_COPY", "CopyGraph"]
 
@@ -47,11 +47,13 @@ class CopyGraph:
         scheme: CopyScheme,
         threshold: float,
         rows: npt.NDArray[np.int64] | None = None,
+        steps: npt.NDArray[np.void] | None = None,
     ) -> CopyGraph:
         """Row ``p`` of ``digests`` (16 bytes each) and ``has_words`` for each position
         ``p``, its signature row ``signatures[rows[p]]`` (``rows`` None: row ``p``, so a
         caller need not copy its signatures into position order); positions without words
-        are in no class."""
+        are in no class. ``steps``: each position's steps digest (16 zero bytes: none);
+        classes with the same steps are copies from ``scheme.reworded`` up."""
         n = len(digests)
         class_of = np.full(n, -1, dtype=np.int64)
         in_class = np.flatnonzero(has_words)
@@ -65,6 +67,8 @@ class CopyGraph:
         np.cumsum(np.bincount(class_of[in_class], minlength=classes), out=member_offsets[1:])
         matrix = signatures[representatives if rows is None else rows[representatives]]
         pairs = near_pairs(matrix, scheme, threshold)
+        if steps is not None:
+            pairs = _with_same_steps(pairs, steps[representatives], matrix, scheme)
         del matrix
         # Both directions, then by class and most similar first (ties: the other's first
         # position, which is its smallest: positions are in id order).
@@ -121,3 +125,47 @@ class CopyGraph:
     def wordless(self) -> int:
         """Traces with no word: in no class, never grouped."""
         return int((self.class_of < 0).sum())
+
+
+#: 16 zero bytes: a trace whose steps do not identify it.
+NO_STEPS = bytes(16)
+
+
+def _with_same_steps(
+    pairs: NearPairs,
+    steps: npt.NDArray[np.void],
+    signatures: npt.NDArray[np.uint16],
+    scheme: CopyScheme,
+) -> NearPairs:
+    """``pairs`` and the pairs of rows with the same steps digest whose estimated similarity
+    is ≥ ``scheme.reworded`` (a reworded copy: its words changed, its steps not)."""
+    n = len(steps)
+    has = np.flatnonzero(steps != np.array(NO_STEPS, dtype="V16"))
+    if len(has) < 2:
+        return pairs
+    _, inverse = np.unique(steps[has], return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+    codes = []
+    for bucket in np.split(has[order], bounds):
+        if len(bucket) > 1:
+            i, j = np.triu_indices(len(bucket), k=1)
+            members = np.sort(bucket)
+            codes.append(members[i] * n + members[j])
+    if not codes:
+        return pairs
+    found = np.unique(np.concatenate(codes))
+    known = pairs.first * n + pairs.second
+    found = found[~np.isin(found, known)]
+    first, second = found // n, found % n
+    similarity = np.asarray(
+        estimated_similarity(signatures[first], signatures[second]), dtype=np.float64
+    ).reshape(-1)
+    keep = similarity >= scheme.reworded
+    return NearPairs(
+        np.concatenate((pairs.first, first[keep])),
+        np.concatenate((pairs.second, second[keep])),
+        np.concatenate((pairs.similarity, similarity[keep])),
+        pairs.candidates + len(found),
+    )

@@ -47,6 +47,7 @@ class CopyIndex:
         self._signatures: list[npt.NDArray[np.uint16]] = []
         self._by_digest: dict[bytes, int] = {}
         self._by_band: dict[tuple[int, int], list[int]] = {}
+        self._by_steps: dict[bytes, list[int]] = {}
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -60,6 +61,8 @@ class CopyIndex:
             self._signatures.append(np.zeros(0, dtype=np.uint16))
             return
         self._signatures.append(facet.signature)
+        if facet.steps is not None:
+            self._by_steps.setdefault(facet.steps, []).append(position)
         for band, key in enumerate(band_keys(facet.signature.reshape(1, -1), self.scheme)[0]):
             self._by_band.setdefault((band, int(key)), []).append(position)
 
@@ -72,8 +75,10 @@ class CopyIndex:
         if exact is not None and len(self._signatures[exact]):
             return CopyMatch(self._ids[exact], 1.0, EXACT)
         keys = band_keys(facet.signature.reshape(1, -1), self.scheme)[0]
+        same_steps = set(self._by_steps.get(facet.steps, ())) if facet.steps else set()
         candidates = sorted(
             {p for band, key in enumerate(keys) for p in self._by_band.get((band, int(key)), ())}
+            | same_steps
         )
         if not candidates:
             return None
@@ -82,8 +87,13 @@ class CopyIndex:
                 np.stack([self._signatures[p] for p in candidates]),
                 np.broadcast_to(facet.signature, (len(candidates), len(facet.signature))),
             )
+        ).reshape(-1)
+        bar = np.array(
+            [self.scheme.reworded if p in same_steps else similarity for p in candidates]
         )
+        found = np.where(found >= np.minimum(bar, similarity), found, -1.0)
+        found = np.where(found >= bar, found, -1.0)
         best = int(np.argmax(found))  # the first of the highest: the earliest seen
-        if found[best] < similarity:
+        if found[best] < 0:
             return None
         return CopyMatch(self._ids[candidates[best]], float(found[best]), NEAR_COPY)

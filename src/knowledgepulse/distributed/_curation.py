@@ -113,6 +113,7 @@ def _facets_of_batch(batch: dict[str, Any]) -> dict[str, Any]:
             [b"" if f.signature is None else f.signature.tobytes() for f in facets], dtype=object
         ),
         "words": np.array([f.words for f in facets], dtype=np.int64),
+        "steps": np.array([f.steps or b"" for f in facets], dtype=object),
     }
 
 
@@ -159,6 +160,7 @@ def curate_copies_on_ray(
                     np.frombuffer(signature, dtype=np.uint16).copy() if signature else None,
                     int(row["words"]),
                     "run" if signature else "none",
+                    bytes(row["steps"]) or None,
                 )
             )
     values = [trace_value(trace, None, registry) for trace in canonical]

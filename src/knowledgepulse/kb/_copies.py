@@ -39,8 +39,9 @@ logger = logging.getLogger("knowledgepulse")
 #: The statements creating the copy tables; ``{blob}`` is the dialect's binary type.
 COPY_TABLES = (
     "CREATE TABLE IF NOT EXISTS copy_facets (id TEXT PRIMARY KEY, digest {blob} NOT NULL, "
-    "signature {blob})",
+    "signature {blob}, steps {blob})",
     "CREATE INDEX IF NOT EXISTS copy_facets_digest ON copy_facets (digest)",
+    "CREATE INDEX IF NOT EXISTS copy_facets_steps ON copy_facets (steps)",
     "CREATE TABLE IF NOT EXISTS copy_bands (band INTEGER NOT NULL, key BIGINT NOT NULL, "
     "id TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS copy_bands_key ON copy_bands (band, key)",
@@ -95,8 +96,11 @@ class CopyStoreMixin:
                 recorded,
                 SCHEME.label,
             )
-            self._execute("DELETE FROM copy_bands")
-            self._execute("DELETE FROM copy_facets")
+            # Made anew: another scheme's tables may lack a column of this one's.
+            self._execute("DROP TABLE copy_bands")
+            self._execute("DROP TABLE copy_facets")
+            for statement in COPY_TABLES:
+                self._execute(statement.format(blob=self.dialect.blob_type))
         missing = self._select(
             "SELECT COUNT(*) FROM traces WHERE id NOT IN (SELECT id FROM copy_facets)"
         )[0][0]
@@ -146,13 +150,14 @@ class CopyStoreMixin:
         facets = copy_facets(traces, SCHEME)
         m = self.dialect.mark
         self._executemany(
-            f"INSERT INTO copy_facets (id, digest, signature) VALUES ({m}, {m}, {m}) "
+            f"INSERT INTO copy_facets (id, digest, signature, steps) VALUES ({m}, {m}, {m}, {m}) "
             "ON CONFLICT (id) DO NOTHING",
             [
                 (
                     trace_id,
                     facet.digest,
                     None if facet.signature is None else facet.signature.tobytes(),
+                    facet.steps,
                 )
                 for trace_id, facet in zip(ids, facets)
             ],
@@ -220,12 +225,13 @@ class CopyStoreMixin:
         where = " OR ".join([f"(band = {m} AND key = {m})"] * len(keys))
         params: list[Any] = [value for band, key in enumerate(keys) for value in (band, key)]
         rows = self._select(
-            f"SELECT f.id, f.digest, f.signature FROM copy_facets f WHERE f.digest = {m} OR "
+            f"SELECT f.id, f.digest, f.signature, f.steps FROM copy_facets f WHERE "
+            f"f.digest = {m} OR f.steps = {m} OR "
             f"f.id IN (SELECT id FROM copy_bands WHERE {where})",
-            [facet.digest, *params],
+            [facet.digest, facet.steps, *params],
         )
         found: list[CopyMatch] = []
-        for trace_id, digest, signature in rows:
+        for trace_id, digest, signature, steps in rows:
             if signature is None or (readable is not None and not readable(str(trace_id))):
                 continue
             if bytes(digest) == facet.digest:
@@ -233,7 +239,8 @@ class CopyStoreMixin:
                 continue
             stored = np.frombuffer(bytes(signature), dtype=np.uint16)
             estimate = float(estimated_similarity(facet.signature, stored))
-            if estimate >= similarity:
+            same_steps = steps is not None and bytes(steps) == facet.steps
+            if estimate >= similarity or (same_steps and estimate >= SCHEME.reworded):
                 found.append(CopyMatch(str(trace_id), estimate, NEAR_COPY))
         found.sort(key=lambda match: (match.relation != EXACT, -match.similarity, match.id))
         return found[:k]

@@ -40,6 +40,7 @@ from ..copies import (
     facets_of_texts,
     trace_texts,
 )
+from ..copies._graph import NO_STEPS
 from ._curation import CurationResult, Duplicate, DuplicateGroup, distinct_traces, trace_value, walk
 from ._profiles import ProfileRegistry, global_registry
 from ._spool import LineSpool
@@ -109,6 +110,7 @@ class CopyCuration:
         self._offsets = array("q")
         self._lengths = array("q")
         self._digests = bytearray()
+        self._steps = bytearray()  # 16 zero bytes: steps that do not identify the run
         self._signatures = array("H")
         self._words = bytearray()  # 1: the trace has words (a signature), 0: none
         self._stored: dict[int, tuple[str, float, str]] = {}  # copies of stored traces
@@ -157,6 +159,7 @@ class CopyCuration:
         first = len(self._words)
         for offset, facet in enumerate(facets):
             self._digests += facet.digest
+            self._steps += facet.steps or NO_STEPS
             signature = facet.signature if facet.signature is not None else empty
             self._signatures.frombytes(signature.tobytes())
             self._words.append(facet.signature is not None)
@@ -183,6 +186,7 @@ class CopyCuration:
         ids = [self.ids[i] for i in order.tolist()]
         values = np.frombuffer(self._values, dtype=np.float64)[order]
         digests = np.frombuffer(bytes(self._digests), dtype="V16")[order]
+        steps = np.frombuffer(bytes(self._steps), dtype="V16")[order]
         # In read order, no copy: the graph takes the rows of distinct texts in id order.
         signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
             n, self.scheme.permutations
@@ -205,6 +209,7 @@ class CopyCuration:
                 self.similarity,
                 self.scheme,
                 rows=order,
+                steps=steps,
             )
             done = 0
             for position, group in decisions:
@@ -326,11 +331,12 @@ def decide_copies(
     similarity: float,
     scheme: CopyScheme,
     rows: npt.NDArray[np.int64] | None = None,
+    steps: npt.NDArray[np.void] | None = None,
 ) -> _Decisions:
     """The walk over positions in id order (see the module): ``stored`` maps a position to the
     stored trace it is a copy of (id, similarity, relation); position ``p``'s signature is
     ``signatures[rows[p]]`` (``rows`` None: row ``p``)."""
-    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity, rows)
+    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity, rows, steps)
     assigned = np.zeros(len(ids), dtype=bool)
     by_stored: dict[str, list[Duplicate]] = {}
     for position, (stored_id, found, relation) in sorted(stored.items()):
@@ -359,8 +365,8 @@ def stored_copies_group(
     return DuplicateGroup(
         kept=stored_id,
         duplicates=duplicates,
-        reason=f"already in the knowledge base: {len(duplicates)} cop(ies) of it (exact, or "
-        f"{MEASURE} ≥ {similarity:g}) were dropped",
+        reason=f"already in the knowledge base: {len(duplicates)} cop(ies) of it (exact; "
+        f"{MEASURE} ≥ {similarity:g}; or the same steps reworded) were dropped",
         stored=True,
         relation=group_relation(duplicates),
     )
@@ -414,6 +420,7 @@ def curate_from_facets(
     ids = [trace.id for trace in canonical]
     value_array = np.asarray(values, dtype=np.float64)
     digests = np.frombuffer(b"".join(f.digest for f in facets), dtype="V16")
+    steps = np.frombuffer(b"".join(f.steps or NO_STEPS for f in facets), dtype="V16")
     signatures = np.zeros((len(facets), scheme.permutations), dtype=np.uint16)
     for row, facet in enumerate(facets):
         if facet.signature is not None:
@@ -428,7 +435,7 @@ def curate_from_facets(
     kept_ids: set[str] = set()
     groups: list[DuplicateGroup] = []
     decisions = decide_copies(
-        ids, value_array, digests, signatures, has_words, stored, similarity, scheme
+        ids, value_array, digests, signatures, has_words, stored, similarity, scheme, steps=steps
     )
     for position, group in decisions:
         if position >= 0:

@@ -348,7 +348,7 @@ def _leader_group(
     elif relation == "exact":
         what = "exact copies (the same normalised text)"
     else:
-        what = f"copies (exact, or {measure} ≥ {similarity:g})"
+        what = f"copies (exact; {measure} ≥ {similarity:g}; or the same steps reworded)"
     reason = f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} {what}"
     if tied and measure == "cosine":
         reason += f"; {tied} tie(s) on value broken by id"
