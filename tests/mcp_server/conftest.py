@@ -48,9 +48,12 @@ class Transport:
 
 @asynccontextmanager
 async def stdio_session(base: Path, secret: str | None) -> AsyncIterator[ClientSession]:
-    args = [str(HERE / "stdio_server.py"), str(base)] + ([secret] if secret else [])
-    # The SDK passes on only a few variables: the child gets this process's module path.
+    args = [str(HERE / "stdio_server.py"), str(base)]
+    # The SDK passes on only a few variables: the child gets this process's module path, and
+    # the key as kp mcp takes it (never in its arguments).
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    if secret:
+        env["KNOWLEDGEPULSE_API_KEY"] = secret
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
