@@ -72,7 +72,17 @@ def mount_mcp(app: Any, state: Any) -> None:
             raise ToolProblem("an API key is needed: Authorization: Bearer KEY")
         return key
 
-    server = build_server(memory, identify, state.run)
+    async def work(key: ApiKey, function: Any, *args: Any) -> Any:
+        # The key's share of the worker pool, as /v1 (a key's MCP calls cannot take the
+        # threads another key's requests need); a cancelled call keeps its place until its
+        # thread ends.
+        try:
+            return await state.work(key.id, function, *args)
+        except TimeoutError:  # what /v1 answers 503
+            limit = state.settings.request_timeout_s
+            raise ToolProblem(f"the call took longer than {limit:g} s; try again") from None
+
+    server = build_server(memory, identify, work)
     manager = StreamableHTTPSessionManager(
         app=server,
         security_settings=transport_security(tuple(state.settings.allowed_hosts)),
