@@ -157,3 +157,20 @@ def test_an_id_with_a_line_break_is_refused_like_one_with_a_slash(serve: Serve) 
         with pytest.raises(UnstorableId, match=r"may not hold '/'"):
             engine.contribute([parse_trace(trace("kp:trace:a/b"))], key, "test")
         assert len(service.kb) == 0
+
+
+def test_stats_say_how_many_traces_the_key_may_not_see_and_who_it_is(serve: Serve) -> None:
+    """Issue 37 item 4: a read key saw 6 of 230 traces with no word of the others."""
+    with serve() as service:
+        alice = service.client("alice")
+        for trace_id, visibility in (("kp:trace:s1", "private"), ("kp:trace:s2", "org")):
+            assert alice.post("/v1/traces", json=trace(trace_id, visibility)).status_code == 201
+        assert alice.post("/v1/traces", json=trace("kp:trace:s3")).status_code == 201
+        carol = service.client("carol").get("/v1/stats").json()  # globex: network only
+        assert (carol["traces"], carol["hidden"]) == (1, 2)
+        assert carol["key"] == {"name": "carol", "scope": "contribute", "team": "globex"}
+        reader = service.client("reader").get("/v1/stats").json()  # acme: org and network
+        assert (reader["traces"], reader["hidden"]) == (2, 1)
+        assert reader["key"] == {"name": "reader", "scope": "read", "team": "acme"}
+        admin = service.client("admin").get("/v1/stats").json()
+        assert (admin["traces"], admin["hidden"], admin["key"]["team"]) == (3, 0, None)

@@ -458,9 +458,13 @@ class Engine:
         return [row for row in map(self.kb.get, ids) if row is not None]
 
     def stats(self, viewer: Viewer) -> dict[str, Any]:
+        """Counts over the traces ``viewer`` may see, and how many more it may not (``hidden``:
+        a reader told 6 traces should know the base holds others, not think it small)."""
         identity = self.kb.identity
+        visible = self.kb.visible_stats(viewer)
         return {
-            **self.kb.visible_stats(viewer),
+            **visible,
+            "hidden": max(0, len(self.kb) - int(visible["traces"])),
             "threshold": self.threshold,
             "model": None if identity is None else identity.model,
             "dimensions": None if identity is None else identity.dimensions,

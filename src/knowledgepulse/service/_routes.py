@@ -17,6 +17,7 @@ from ..api_models import (
     ContributionBatch,
     ErrorBody,
     Health,
+    KeyInfo,
     ScoreResponse,
     SearchRequest,
     SearchResponse,
@@ -300,7 +301,8 @@ def _under(prefix: str, path: str) -> str:
 )
 async def stats(request: Request, key: Reader) -> Stats:
     state = _state(request)
-    return Stats(**await state.read(state.engine.stats, key.viewer))
+    counts = await state.read(state.engine.stats, key.viewer)
+    return Stats(**counts, key=KeyInfo(name=key.name, scope=key.scope, team=key.org))
 
 
 @router.get(
