@@ -74,6 +74,7 @@ def test_mcp_calls_keep_to_the_keys_share_of_the_workers(tmp_path: Path) -> None
             took["alice"] = time.monotonic() - started
 
         anyio.run(scenario)
+    print(took)  # with -s
     # bob: his own embedding (1 s) and at most the end of alice's current one (1 s).
     assert took["bob"] < 2.3, took
     assert took["alice"] >= 6.0, took  # one thread at a time: six embeddings in turn
@@ -108,6 +109,7 @@ def test_a_cancelled_mcp_call_keeps_its_thread_until_the_work_ends(tmp_path: Pat
                 group.cancel_scope.cancel()
 
         anyio.run(scenario)
+    print({"threads before": before, "most": most})  # with -s
     # alice's share is one thread: at most one more thread works at a time (plus one for the
     # key look-up the first request makes).
     assert most - before <= 2, (before, most)
