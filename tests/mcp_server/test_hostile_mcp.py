@@ -18,7 +18,7 @@ from .test_tools import call, refused
 
 
 def key_id(transport: Transport, name: str) -> str:
-    return next(key.id for key in transport.kb.api_keys() if key.name == name)
+    return str(next(key.id for key in transport.kb.api_keys() if key.name == name))
 
 
 def test_contribute_trace_refuses_the_ids_v1_refuses(transport: Transport) -> None:
