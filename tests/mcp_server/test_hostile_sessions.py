@@ -172,3 +172,40 @@ def test_a_flood_of_streams_leaves_healthz_and_other_keys_fast(tmp_path: Path) -
     print({path: round(_p99(taken), 3) for path, taken in latencies.items()})  # with -s
     for path, taken in latencies.items():
         assert _p99(taken) < 0.5, (path, sorted(taken)[-3:])
+
+
+def test_a_body_sent_slowly_to_mcp_is_cut_off_like_v1s(tmp_path: Path) -> None:
+    """A keyed client dripping its POST body held its connection for ever (the SDK reads
+    bodies without a deadline): now ``/mcp`` reads it as ``/v1`` does, 408 past the body
+    read timeout."""
+    import socket
+
+    kb = open_base(tmp_path / "kb.sqlite")
+    keys = add_keys(kb)
+    settings = ServiceSettings(rate_per_s=0, read_timeout_s=1.0)
+    app = create_app(kb, embedder(), settings=settings, threshold=0.5)
+    try:
+        with server_in_thread(app) as url:
+            port = int(url.rsplit(":", 1)[1])
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                head = (
+                    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    "Accept: application/json, text/event-stream\r\nContent-Length: 500\r\n"
+                    f"Authorization: Bearer {keys['alice']}\r\n\r\n"
+                )
+                sock.sendall(head.encode())
+                started = time.monotonic()
+                answer = b""
+                while b"\r\n\r\n" not in answer and time.monotonic() - started < 8:
+                    sock.sendall(b" ")
+                    sock.settimeout(0.3)
+                    try:
+                        answer += sock.recv(4096)
+                    except TimeoutError:
+                        continue
+                took = time.monotonic() - started
+    finally:
+        kb.close()
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert b"the request body took longer than 1 s to arrive" in answer
+    assert took < 3.0, took

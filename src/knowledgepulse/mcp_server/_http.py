@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..kb import ApiKey
 from ..service._connections import streaming
+from ..service._limits import read_body
 from ._memory import ToolProblem, TraceMemory
 from ._server import build_server
 
@@ -215,19 +216,21 @@ class _KeyGuard:
     def __init__(self, app: ASGIApp, state: Any, sessions: KeySessions) -> None:
         self._app = app
         self._require = state.keys.require("read")
+        self._max_body = state.settings.max_body_bytes
+        self._read_s = state.settings.read_timeout_s
         self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             key: ApiKey = await self._require(Request(scope))
+            if scope.get("method") == "POST":
+                # The body within the service's limits, as /v1 reads it: a keyed client that
+                # sends its body a byte now and then is answered 408 and cut off, instead of
+                # holding its connection (the SDK reads bodies without a deadline).
+                body = await read_body(Request(scope, receive), self._max_body, self._read_s)
+                receive = _replay(body, receive)
         except HTTPException as exc:
-            body = json.dumps({"detail": exc.detail, "problems": []}).encode()
-            headers = [(b"content-type", b"application/json")]
-            headers += [(k.lower().encode(), v.encode()) for k, v in (exc.headers or {}).items()]
-            await send(
-                {"type": "http.response.start", "status": exc.status_code, "headers": headers}
-            )
-            await send({"type": "http.response.body", "body": body})
+            await _refuse(exc, send)
             return
         scope[_KEY] = key
         token = AccessToken(token="", client_id=key.id, scopes=[key.scope])
@@ -266,3 +269,27 @@ class _KeyGuard:
             await send(message)
 
         return noting
+
+
+async def _refuse(exc: HTTPException, send: Send) -> None:
+    """``exc`` answered as the service answers it (an ErrorBody, its headers)."""
+    body = json.dumps({"detail": exc.detail, "problems": []}).encode()
+    headers = [(b"content-type", b"application/json")]
+    headers += [(k.lower().encode(), v.encode()) for k, v in (exc.headers or {}).items()]
+    await send({"type": "http.response.start", "status": exc.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the body read already, then waits as the client's does (for
+    its disconnect)."""
+    given = False
+
+    async def replayed() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
