@@ -62,7 +62,7 @@ TOOL_SCHEMAS = [
 def _plan(system: str) -> list[str]:
     """Which tools the scripted model calls: with a worked example that went from the lookup
     straight to the refund, it skips the policy check."""
-    if "Worked examples" in system and "refund" in system:
+    if "## Example 1 of" in system and "refund" in system:
         return ["lookup_order", "issue_refund"]
     return ["lookup_order", "check_policy", "issue_refund"]
 

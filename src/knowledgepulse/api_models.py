@@ -29,6 +29,7 @@ __all__ = [
     "Group",
     "GroupList",
     "Health",
+    "KeyInfo",
     "NearestRef",
     "Problem",
     "ScoreResponse",
@@ -183,6 +184,14 @@ class SearchResponse(_Answer):
     hits: list[SearchHit]
 
 
+class KeyInfo(_Answer):
+    """The key that asked: what it may do and whose traces it sees besides the network's."""
+
+    name: str
+    scope: str = Field(description="read, contribute or admin.")
+    team: str | None = Field(description="The key's org: it sees that org's org-visible traces.")
+
+
 class Stats(_Answer):
     """``GET /v1/stats``: counts over the traces the key may see, and the service's setup."""
 
@@ -193,6 +202,12 @@ class Stats(_Answer):
     threshold: float | None = Field(description="The base's threshold; null in kp view.")
     model: str | None
     dimensions: int | None
+    hidden: int | None = Field(
+        default=None,
+        description="Traces of the base this key may not see (their visibility): counted, "
+        "never shown. Null in kp view.",
+    )
+    key: KeyInfo | None = Field(default=None, description="The key asking; null in kp view.")
     scored: int | None = Field(default=None, description=_VIEW + "traces with a score line.")
     with_steps: int | None = Field(default=None, description=_VIEW + "traces read in full.")
     evaluated: int | None = Field(default=None, description=_VIEW + "traces with an eval line.")

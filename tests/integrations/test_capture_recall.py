@@ -13,6 +13,7 @@ import pytest
 
 import knowledgepulse
 from _helpers import HashingEmbedder
+from _injection import check_fenced
 from knowledgepulse import Scorer
 from knowledgepulse.embedding import check_embedder
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
@@ -50,14 +51,15 @@ def test_recalled_examples_reach_the_system_message(server: ModelServer, tmp_pat
     assert run.recalled is not None and len(run.recalled) == 1
     assert run.recalled.query == QUESTION  # no objective: the first user message
     block = run.recalled.prompt
-    assert block.splitlines()[3] == "Task: Weather and air quality in Lisbon"
+    check_fenced(block, 1)
+    assert block.splitlines()[5] == "Task: Weather and air quality in Lisbon"
     systems = [body["messages"][0] for _, body in server.requests]
     assert len(systems) == 3
     assert all(m == {"role": "system", "content": f"You answer weather questions.\n\n{block}"}
                for m in systems)  # fmt: skip
     recorded = run.calls[0].request["messages"][0]
     assert recorded == {"role": "system", "content": "You answer weather questions."}
-    assert run.trace is not None and "Worked examples" not in run.trace.to_json()
+    assert run.trace is not None and "untrusted data" not in run.trace.to_json()
     kb.close()
 
 

@@ -46,26 +46,42 @@ class Transport:
     url: str | None = None
 
 
+async def connect(session: ClientSession, mode: str) -> None:
+    """``initialize`` (the 2025-11-25 handshake) or ``discover`` (2026-07-28: stateless, no
+    handshake, no session id)."""
+    if mode == "discover":
+        await session.discover()
+    else:
+        await session.initialize()
+
+
 @asynccontextmanager
-async def stdio_session(base: Path, secret: str | None) -> AsyncIterator[ClientSession]:
-    args = [str(HERE / "stdio_server.py"), str(base)] + ([secret] if secret else [])
-    # The SDK passes on only a few variables: the child gets this process's module path.
+async def stdio_session(
+    base: Path, secret: str | None, mode: str = "initialize"
+) -> AsyncIterator[ClientSession]:
+    args = [str(HERE / "stdio_server.py"), str(base)]
+    # The SDK passes on only a few variables: the child gets this process's module path, and
+    # the key as kp mcp takes it (never in its arguments).
     env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    if secret:
+        env["KNOWLEDGEPULSE_API_KEY"] = secret
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        await connect(session, mode)
         yield session
 
 
 @asynccontextmanager
-async def http_session(url: str, secret: str) -> AsyncIterator[ClientSession]:
+async def http_session(
+    url: str, secret: str, mode: str = "initialize"
+) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {secret}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as client,
         streamable_http_client(f"{url}/mcp", http_client=client) as (read, write),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()
+        await connect(session, mode)
         yield session
 
 

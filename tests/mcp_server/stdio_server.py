@@ -1,8 +1,10 @@
-"""``python stdio_server.py KB [KEY]``: the stdio MCP server over KB with the hashing embedder
-(what ``kp mcp`` runs, with the test embedder instead of MiniLM), acting as KEY if given."""
+"""``python stdio_server.py KB``: the stdio MCP server over KB with the hashing embedder (what
+``kp mcp`` runs, with the test embedder instead of MiniLM), acting as the key in
+``$KNOWLEDGEPULSE_API_KEY`` if set (as ``kp mcp`` does; never a key in argv)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +22,8 @@ from knowledgepulse.service._engine import Engine
 def main() -> None:
     embedder = check_embedder(HashingEmbedder())
     with open_knowledge_base(sys.argv[1], EmbeddingIdentity.of(embedder)) as kb:
-        key = LOCAL_KEY if len(sys.argv) < 3 else kb.verify_api_key(sys.argv[2])
+        secret = os.environ.get("KNOWLEDGEPULSE_API_KEY")
+        key = LOCAL_KEY if not secret else kb.verify_api_key(secret)
         assert key is not None, "not a key of this base"
         redact, _ = load_redactor()
         settings = ServiceSettings(max_body_bytes=64 * 1024, max_steps=50)

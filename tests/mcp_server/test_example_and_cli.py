@@ -28,10 +28,30 @@ def test_kp_mcp_refuses_a_key_the_base_does_not_know(
     if not embedder_available():
         pytest.skip(f"needs the embedder ({INSTALL_HINT})")
     monkeypatch.delenv("KNOWLEDGEPULSE_EMBEDDER")
-    code = main(["mcp", "--kb", str(tmp_path / "kb.sqlite"), "--api-key", "kp_x_y"])
+    key_file = tmp_path / "key"
+    key_file.write_text("kp_x_y\n")
+    code = main(["mcp", "--kb", str(tmp_path / "kb.sqlite"), "--api-key-file", str(key_file)])
     err = capsys.readouterr().err
     assert code == 2
-    assert "--api-key: not a valid key of this base (unknown or revoked)" in err
+    assert f"--api-key-file {key_file}: not a valid key of this base (unknown or revoked)" in err
+    monkeypatch.setenv("KNOWLEDGEPULSE_API_KEY", "kp_x_z")
+    assert main(["mcp", "--kb", str(tmp_path / "kb.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "$KNOWLEDGEPULSE_API_KEY: not a valid key of this base (unknown or revoked)" in err
+
+
+def test_kp_mcp_takes_no_key_in_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    """Finding 9 of issue 37: ``--api-key KEY`` put the key in argv, readable by any local
+    user (ps, /proc/PID/cmdline). Refused before anything is opened, saying where it goes."""
+    assert main(["mcp", "--kb", "unused.sqlite", "--api-key", "kp_x_y"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "kp: error: --api-key puts the key in the command line, where every local user can "
+        "read it (ps): give --api-key-file PATH, or set KNOWLEDGEPULSE_API_KEY"
+    )
+    assert "kp_x_y" not in err
+    assert main(["mcp", "--kb", "unused.sqlite", "--api-key-file", "/nonexistent/key"]) == 2
+    assert "--api-key-file /nonexistent/key: cannot read it" in capsys.readouterr().err
 
 
 @pytest.mark.embedder

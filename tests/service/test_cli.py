@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -148,3 +149,30 @@ def test_kp_serve_as_a_process_stops_on_sigterm_and_restarts_with_its_traces(
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
+
+
+def test_the_startup_lines_name_the_viewer_and_how_to_make_a_key() -> None:
+    """Issue 37 item 4: the start-up line pointed to /docs, not the viewer at /, and a fresh
+    base gave no hint that a key must be created."""
+    from knowledgepulse.cli._serve_cmd import startup_lines
+
+    common: dict[str, Any] = dict(
+        location="team.sqlite",
+        traces=230,
+        threshold=0.5,
+        embedder="HashingEmbedder",
+        redaction="on",
+        host="127.0.0.1",
+        port=8750,
+    )
+    assert startup_lines(**common, live_keys=0) == [
+        "kp serve: team.sqlite (230 traces, threshold 0.5), embedder HashingEmbedder, redaction on",
+        "kp serve: viewer http://127.0.0.1:8750/ · API http://127.0.0.1:8750/v1 (pages "
+        "http://127.0.0.1:8750/docs) · MCP http://127.0.0.1:8750/mcp",
+        "kp serve: the base has no API key yet, and everything but /healthz needs one: kp keys "
+        "create --kb team.sqlite --name NAME --scope read|contribute|admin",
+    ]
+    assert len(startup_lines(**common, live_keys=1)) == 2
+    assert startup_lines(**{**common, "host": "::1"}, live_keys=1)[1].startswith(
+        "kp serve: viewer http://[::1]:8750/"
+    )

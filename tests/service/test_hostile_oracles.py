@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Serve, trace
+from .conftest import Serve, embedder, trace
 
 SECRET_WORDS = "gamma delta epsilon zeta"
 
@@ -129,3 +129,48 @@ def test_an_id_holding_a_slash_is_refused_at_contribute(serve: Serve) -> None:
         assert len(service.kb) == 0
         # Scoring stores nothing and reads nothing back: any id is taken there.
         assert client.post("/v1/score", json=trace("kp:trace:a/b")).status_code == 200
+
+
+def test_an_id_with_a_line_break_is_refused_like_one_with_a_slash(serve: Serve) -> None:
+    """Issue 37: one id rule on every write path (``id_problem``): an id that could forge a
+    line in a log or a recalled example's provenance is refused, here as over MCP."""
+    from knowledgepulse.service._engine import Engine, UnstorableId
+
+    with serve() as service:
+        client = service.client("alice")
+        for trace_id in ("kp:trace:a\nb", "kp:trace:a\u2028b", "kp:trace:a\u202eb"):
+            answer = client.post("/v1/traces", json=trace(trace_id))
+            assert answer.status_code == 422
+            assert answer.json()["problems"] == [
+                {
+                    "path": "id",
+                    "message": "a trace id may not hold a line break or control character "
+                    f"(got {trace_id!r})",
+                }
+            ]
+        assert len(service.kb) == 0
+        # The engine itself, under every route, keeps the rule too.
+        from knowledgepulse import parse_trace
+
+        engine = Engine(service.kb, embedder(), 0.5)
+        key = service.kb.verify_api_key(service.keys["alice"])
+        with pytest.raises(UnstorableId, match=r"may not hold '/'"):
+            engine.contribute([parse_trace(trace("kp:trace:a/b"))], key, "test")
+        assert len(service.kb) == 0
+
+
+def test_stats_say_how_many_traces_the_key_may_not_see_and_who_it_is(serve: Serve) -> None:
+    """Issue 37 item 4: a read key saw 6 of 230 traces with no word of the others."""
+    with serve() as service:
+        alice = service.client("alice")
+        for trace_id, visibility in (("kp:trace:s1", "private"), ("kp:trace:s2", "org")):
+            assert alice.post("/v1/traces", json=trace(trace_id, visibility)).status_code == 201
+        assert alice.post("/v1/traces", json=trace("kp:trace:s3")).status_code == 201
+        carol = service.client("carol").get("/v1/stats").json()  # globex: network only
+        assert (carol["traces"], carol["hidden"]) == (1, 2)
+        assert carol["key"] == {"name": "carol", "scope": "contribute", "team": "globex"}
+        reader = service.client("reader").get("/v1/stats").json()  # acme: org and network
+        assert (reader["traces"], reader["hidden"]) == (2, 1)
+        assert reader["key"] == {"name": "reader", "scope": "read", "team": "acme"}
+        admin = service.client("admin").get("/v1/stats").json()
+        assert (admin["traces"], admin["hidden"], admin["key"]["team"]) == (3, 0, None)

@@ -82,3 +82,17 @@ def test_the_stored_key_is_offered_for_forgetting_and_forgotten() -> None:
 def test_without_a_key_nothing_is_offered_to_forget() -> None:
     shown = page(responses={"/v1/stats": [200, SERVE_STATS], "/v1/traces": [200, EMPTY_PAGE]})
     assert shown["hidden"]["forget-key"] is True
+
+
+def test_the_reader_is_told_what_its_key_cannot_see() -> None:
+    """Issue 37 item 4: a read key saw 6 of 230 traces with no word that the rest exist."""
+    stats = {**SERVE_STATS, "hidden": 224, "key": {"name": "ro", "scope": "read", "team": "acme"}}
+    responses = {"/v1/stats": [200, stats], "/v1/traces": [200, EMPTY_PAGE]}
+    shown = page(responses=responses, hash="#/")
+    assert (
+        "1 traces 224 more traces are in the base but hidden from this key by their visibility "
+        "(private: only the key that contributed it; org: only keys of its team). This key: ro, "
+        "scope read, team acme."
+    ) in shown["main"]
+    alone = page(responses={"/v1/stats": [200, SERVE_STATS], "/v1/traces": [200, EMPTY_PAGE]})
+    assert "hidden from this key" not in alone["main"]

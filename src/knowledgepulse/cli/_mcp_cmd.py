@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from ._app import app
 from ._kb_cmd import kb_option
+
+#: Where ``kp mcp`` takes its key from without --api-key-file (as ``capture`` does).
+API_KEY_VARIABLE = "KNOWLEDGEPULSE_API_KEY"
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -18,7 +23,8 @@ if TYPE_CHECKING:
     epilog=(
         "\b\nExamples:\n"
         "  kp mcp --kb team.sqlite\n"
-        "  kp mcp --kb postgresql://kp@db/kb --threshold 0.6"
+        "  kp mcp --kb postgresql://kp@db/kb --threshold 0.6\n"
+        "  kp mcp --kb team.sqlite --api-key-file ~/.config/kp/key"
     ),
 )
 @kb_option
@@ -29,18 +35,31 @@ if TYPE_CHECKING:
     "[default: the base's, else 0.5].",
 )
 @click.option(
-    "--api-key",
-    envvar="KNOWLEDGEPULSE_API_KEY",
-    metavar="KEY",
-    help="Act as this key of the base (kp keys create): see the traces it sees, contribute as "
-    "it [default: $KNOWLEDGEPULSE_API_KEY, else the base's owner, who sees all].",
+    "--api-key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="Act as the key of the base (kp keys create) written in this file: see the traces it "
+    f"sees, contribute as it [default: ${API_KEY_VARIABLE}, else the base's owner, who sees "
+    "all].",
 )
-def mcp_command(location: str, threshold: float | None, api_key: str | None) -> None:
+# The old way: a key in the command line is readable by every local user (ps, /proc), so it is
+# refused, by name, with where the key goes now.
+@click.option("--api-key", "old_api_key", hidden=True, default=None)
+def mcp_command(
+    location: str, threshold: float | None, api_key_file: Path | None, old_api_key: str | None
+) -> None:
     """Serve a knowledge base to an MCP client over stdio: search, read and contribute traces.
 
     The client starts this command and talks JSON-RPC on its stdin and stdout; the server acts
-    as the base's owner (it sees every trace) or as --api-key. Log lines go to stderr.
+    as the base's owner (it sees every trace) or as the key of --api-key-file or
+    $KNOWLEDGEPULSE_API_KEY. Log lines go to stderr.
     """
+    if old_api_key is not None:
+        raise click.UsageError(
+            "--api-key puts the key in the command line, where every local user can read it "
+            f"(ps): give --api-key-file PATH, or set {API_KEY_VARIABLE}"
+        )
+    api_key, given_as = _api_key(api_key_file)
     from ..embedding import choose_embedder
     from ..kb import EmbeddingIdentity, open_knowledge_base
     from ..mcp_server import LOCAL_KEY, TraceMemory, run_stdio
@@ -63,7 +82,7 @@ def mcp_command(location: str, threshold: float | None, api_key: str | None) -> 
             verified = kb.verify_api_key(api_key)
             if verified is None:
                 raise click.UsageError(
-                    "--api-key: not a valid key of this base (unknown or revoked)"
+                    f"{given_as}: not a valid key of this base (unknown or revoked)"
                 )
             key = verified
         engine = Engine(kb, embedder, _threshold(kb, threshold))
@@ -74,6 +93,21 @@ def mcp_command(location: str, threshold: float | None, api_key: str | None) -> 
             err=True,
         )
         run_stdio(TraceMemory(engine, ServiceSettings(), redact), key)
+
+
+def _api_key(path: Path | None) -> tuple[str | None, str]:
+    """The key to act as, and where it came from (for messages): the file's first line, else
+    the environment variable, else None (the base's owner)."""
+    if path is None:
+        return os.environ.get(API_KEY_VARIABLE) or None, f"${API_KEY_VARIABLE}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--api-key-file {path}: cannot read it ({exc})") from None
+    lines = text.strip().splitlines()
+    if not lines:
+        raise click.UsageError(f"--api-key-file {path}: the file is empty")
+    return lines[0].strip(), f"--api-key-file {path}"
 
 
 def _threshold(kb: KnowledgeBase, given: float | None) -> float:

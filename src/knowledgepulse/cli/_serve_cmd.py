@@ -186,13 +186,48 @@ def serve_command(
     )
     application = create_app(kb, embedder, settings=settings, threshold=threshold, close_kb=True)
     service = application.state.service
-    click.echo(
-        f"kp serve: {kb.location} ({len(kb):,} traces, threshold "
-        f"{service.engine.threshold:g}), embedder {embedder.name}, redaction "
-        f"{service.redaction}; http://{host}:{port}/docs",
-        err=True,
-    )
+    live_keys = sum(key.revoked_at is None for key in kb.api_keys())
+    for line in startup_lines(
+        location=kb.location,
+        traces=len(kb),
+        threshold=service.engine.threshold,
+        embedder=str(embedder.name),
+        redaction=str(service.redaction),
+        host=host,
+        port=port,
+        live_keys=live_keys,
+    ):
+        click.echo(line, err=True)
     run_server(application, host, port, drain_s=drain_s)
+
+
+def startup_lines(
+    *,
+    location: str,
+    traces: int,
+    threshold: float,
+    embedder: str,
+    redaction: str,
+    host: str,
+    port: int,
+    live_keys: int,
+) -> list[str]:
+    """What ``kp serve`` says when it starts: the base, the viewer's address (where a reader
+    goes first), and, for a base without a live key, that every request needs one and how to
+    make it."""
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}"
+    lines = [
+        f"kp serve: {location} ({traces:,} traces, threshold {threshold:g}), embedder "
+        f"{embedder}, redaction {redaction}",
+        f"kp serve: viewer {url}/ · API {url}/v1 (pages {url}/docs) · MCP {url}/mcp",
+    ]
+    if live_keys == 0:
+        lines.append(
+            "kp serve: the base has no API key yet, and everything but /healthz needs one: "
+            f"kp keys create --kb {location} --name NAME --scope read|contribute|admin"
+        )
+    return lines
 
 
 def _mcp_hosts(host: str, allowed: tuple[str, ...]) -> tuple[str, ...]:

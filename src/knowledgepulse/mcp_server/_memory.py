@@ -9,17 +9,26 @@ whole base, stored when the value reaches the threshold, idempotent by id).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.exceptions import HTTPException
 
 from ..api_models import VIEWER_ONLY, TraceDetail
 from ..kb import ApiKey
-from ..kb._recall import render_steps, search_similar, worked_examples
+from ..kb._recall import (
+    UNTRUSTED_NOTICE,
+    fenced_example,
+    one_line,
+    quoted,
+    render_steps,
+    search_similar,
+    untrusted_examples,
+    worked_examples,
+)
 from ..kb._spans import memory_span
-from ..service._bodies import Redactor, RequestProblem, traces_of
-from ..service._engine import Engine
+from ..service._bodies import Redactor, RequestProblem, refuse_unstorable_ids, traces_of
+from ..service._engine import Engine, shown_id
 from ..service._settings import ServiceSettings
 
 __all__ = ["LOCAL_KEY", "NotFound", "ToolProblem", "TraceMemory"]
@@ -61,7 +70,11 @@ class TraceMemory:
         limit: int = 5,
     ) -> dict[str, Any]:
         hits = self._search(key, query, domain, success_only, min_value, limit)
-        return {"hits": [hit.to_dict() for hit in hits], "examples": worked_examples(hits)}
+        return {
+            "notice": UNTRUSTED_NOTICE,
+            "hits": [hit.to_dict() for hit in hits],
+            "examples": worked_examples(hits),
+        }
 
     def _search(
         self,
@@ -74,7 +87,7 @@ class TraceMemory:
     ) -> list[Any]:
         limit = min(limit, self.settings.max_k)
         try:
-            return search_similar(
+            hits = search_similar(
                 self.engine.kb,
                 self.engine.embedder,
                 query,
@@ -86,21 +99,27 @@ class TraceMemory:
             )
         except ValueError as exc:
             raise ToolProblem(str(exc)) from None
+        # Each id as its contributor gave it (as /v1/search shows it): a row namespaced by its
+        # owner would tell every reader that the id is taken, and by which key.
+        return [replace(hit, id=shown_id(hit.id)) for hit in hits]
 
     def get_trace(self, key: ApiKey, trace_id: str, detail: str = "summary") -> dict[str, Any]:
         found = self.engine.detail(trace_id, key.viewer)
         if found is None:
             raise NotFound(trace_id)
+        team = self.engine.team_of(trace_id, key.viewer)
         if detail == "full":
             served = found.model_dump(mode="json", exclude=VIEWER_ONLY[TraceDetail])
-            return {"id": trace_id, **served}
+            return {"notice": UNTRUSTED_NOTICE, "id": trace_id, "team": team, **served}
         trace = found.trace or {}  # a stored trace always has its steps; kp view's may not
         record = found.record
         task = trace.get("task") or {}
         outcome = trace.get("outcome") or {}
         metadata = trace.get("metadata") or {}
         return {
+            "notice": UNTRUSTED_NOTICE,
             "id": trace_id,
+            "team": team,
             "value": None if record is None else record.score,
             "objective": task.get("objective"),
             "outcome": outcome.get("result_summary"),
@@ -118,7 +137,7 @@ class TraceMemory:
         hits = self._search(key, query, None, False, None, 10)
         return {
             "results": [
-                {"id": hit.id, "title": hit.objective or hit.id, "url": trace_uri(hit.id)}
+                {"id": hit.id, "title": title_of(hit.objective, hit.id), "url": trace_uri(hit.id)}
                 for hit in hits
             ]
         }
@@ -129,10 +148,12 @@ class TraceMemory:
         text = worked_examples_text(summary)
         return {
             "id": trace_id,
-            "title": summary["objective"] or trace_id,
+            "title": title_of(summary["objective"], trace_id),
             "text": text,
             "url": trace_uri(trace_id),
             "metadata": {
+                "team": summary["team"],
+                "added_at": summary["added_at"],
                 "value": summary["value"],
                 "success": summary["success"],
                 "domain": summary["domain"],
@@ -148,7 +169,7 @@ class TraceMemory:
         listing = self.engine.listing(
             key.viewer, sort="-added_at", domain=None, text=None, limit=limit, offset=0
         )
-        return [(item.id, item.objective) for item in listing.items]
+        return [(item.id, title_of(item.objective, item.id)) for item in listing.items]
 
     # -- contributing -----------------------------------------------------------------------
 
@@ -172,6 +193,7 @@ class TraceMemory:
             trace["metadata"]["visibility"] = visibility
         try:
             parsed = traces_of(trace, None, self.settings, many=False)[0]
+            refuse_unstorable_ids([parsed], many=False)  # the id rule of POST /v1/traces
         except RequestProblem as exc:
             first = exc.problems[0] if exc.problems else None
             where = "trace" if first is None or not first.path else f"trace.{first.path}"
@@ -210,11 +232,32 @@ def trace_uri(trace_id: str) -> str:
     return f"kp://trace/{trace_id}"
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def title_of(objective: str | None, trace_id: str) -> str:
+    """A stored objective as a title: on one line, at most 200 characters."""
+    title = one_line(objective if isinstance(objective, str) else "") or one_line(trace_id)
+    return title if len(title) <= 200 else title[:199] + "…"
+
+
 def worked_examples_text(summary: dict[str, Any]) -> str:
-    lines = [
-        f"Task: {summary['objective'] or '(not recorded)'}",
-        "Steps:",
-        summary["steps"] or "(none recorded)",
-        f"Outcome: {summary['outcome'] or '(not recorded)'}",
+    """``fetch``'s text: the trace as one fenced example, marked as untrusted data, with its
+    provenance (what :func:`~knowledgepulse.kb._recall.worked_examples` renders for a hit)."""
+    provenance = [
+        ("id", quoted(summary["id"])),
+        ("team", quoted(summary["team"])),
+        ("added at", quoted(summary["added_at"])),
     ]
-    return "\n".join(lines)
+    if summary["value"] is not None:
+        provenance.append(("value", f"{summary['value']:.2f}"))
+    example = fenced_example(
+        "Example 1 of 1",
+        provenance,
+        _text(summary["objective"]),
+        summary["steps"],
+        _text(summary["outcome"]),
+        summary["success"] if isinstance(summary["success"], bool) else None,
+    )
+    return untrusted_examples([example])

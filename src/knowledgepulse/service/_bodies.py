@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 from .._schema import ReasoningTrace, ValidationProblem, parse_trace
 from ..importers import ConversionError, convert, format_names
 from ..io._reader import MAX_DEPTH
+from ._engine import id_problem
 from ._settings import ServiceSettings
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "nesting_depth",
     "parse_json",
     "problem",
+    "refuse_unstorable_ids",
     "traces_of",
 ]
 
@@ -59,6 +61,18 @@ def parse_json(body: bytes) -> Any:
             message = "malformed JSON: a string holds a lone UTF-16 surrogate (\\ud800 to \\udfff)"
             raise RequestProblem(message, [problem("", message)]) from None
     return data
+
+
+def refuse_unstorable_ids(traces: list[ReasoningTrace], *, many: bool) -> None:
+    """Every trace id :func:`~._engine.id_problem` refuses, as one 422 naming each (``id``,
+    or ``[i].id`` with ``many``): all refused at once, before anything is scored."""
+    problems = [
+        problem(f"[{i}].id" if many else "id", wrong)
+        for i, trace in enumerate(traces)
+        if (wrong := id_problem(trace.id)) is not None
+    ]
+    if problems:
+        raise RequestProblem(f"invalid ReasoningTrace: {problems[0]}", problems)
 
 
 def traces_of(

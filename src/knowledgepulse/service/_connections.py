@@ -15,7 +15,8 @@ uvicorn's HTTP/1.1 protocol (h11) and one to its event loop:
 - a connection cap below the open-file limit: past it, a new connection closes the connection
   that has waited longest without a keyed request in progress, so a real client always gets
   in (an attacker must open ``max_connections`` connections faster than a client sends its
-  headers);
+  headers); when none is waiting, the oldest long-lived stream (:data:`STREAM`, an MCP GET
+  stream) is given up instead, so held streams cannot take every connection;
 - accept errors (``EMFILE`` and the like) logged once per ``interval_s`` with a count.
 """
 
@@ -33,11 +34,13 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [
     "HOLD",
+    "STREAM",
     "AcceptErrorLog",
     "ConnectionGuard",
     "connection_cap",
     "guarded_protocol",
     "hold",
+    "streaming",
 ]
 
 #: The ASGI scope key of a callable that lets a request's connection outlive the header
@@ -45,11 +48,24 @@ __all__ = [
 HOLD = "knowledgepulse.hold"
 
 
+#: The ASGI scope key of a callable that marks a held request's connection as a stream that
+#: may last for ever (an MCP GET stream): when every connection is busy, the oldest stream is
+#: given up to let a new connection in.
+STREAM = "knowledgepulse.stream"
+
+
 def hold(scope: Any) -> None:
     """Keep the connection of the request of ``scope`` open while it is answered."""
     keep = scope.get(HOLD)
     if keep is not None:
         keep()
+
+
+def streaming(scope: Any) -> None:
+    """The request of ``scope`` (held) is a long-lived stream: the first to go when full."""
+    mark = scope.get(STREAM)
+    if mark is not None:
+        mark()
 
 
 # The server's own log (uvicorn configures its handler and level).
@@ -84,7 +100,9 @@ class ConnectionGuard:
         self.header_timeout_s = header_timeout_s
         self._open: set[Any] = set()
         self._waiting: OrderedDict[Any, None] = OrderedDict()  # no request in progress
+        self._streams: OrderedDict[Any, None] = OrderedDict()  # long-lived answers, oldest first
         self.evicted = 0
+        self.streams_given_up = 0
         self.timed_out = 0
         self._report = _Throttle(10.0)
 
@@ -95,6 +113,17 @@ class ConnectionGuard:
         self._waiting[connection] = None
         while len(self._open) > self.max_connections:
             oldest = next((c for c in self._waiting if c is not connection), None)
+            if oldest is None and self._streams:
+                stream = next(iter(self._streams))
+                self.streams_given_up += 1
+                self._report(
+                    "%d connections are answering requests (the cap): giving up the oldest "
+                    "stream to let a new one in",
+                    len(self._open) - 1,
+                )
+                self.closed(stream)
+                stream.close_now()
+                continue
             if oldest is None:
                 self._report(
                     "%d connections are answering requests (the cap): a new one was closed",
@@ -114,7 +143,12 @@ class ConnectionGuard:
     def busy(self, connection: Any) -> None:
         self._waiting.pop(connection, None)
 
+    def stream(self, connection: Any) -> None:
+        if connection in self._open:
+            self._streams[connection] = None
+
     def waiting(self, connection: Any) -> None:
+        self._streams.pop(connection, None)
         if connection in self._open:
             self._waiting[connection] = None
             self._waiting.move_to_end(connection)
@@ -122,6 +156,7 @@ class ConnectionGuard:
     def closed(self, connection: Any) -> None:
         self._open.discard(connection)
         self._waiting.pop(connection, None)
+        self._streams.pop(connection, None)
 
     def __len__(self) -> int:
         return len(self._open)
@@ -163,6 +198,7 @@ class _GuardedH11Protocol(H11Protocol):
         self._answering = answering
         if answering:
             self.scope[HOLD] = self._hold  # type: ignore[literal-required]
+            self.scope[STREAM] = self._stream  # type: ignore[literal-required]
         else:
             self._held = False
             self.guard.waiting(self)
@@ -173,6 +209,10 @@ class _GuardedH11Protocol(H11Protocol):
             self._held = True
             self._disarm()
             self.guard.busy(self)
+
+    def _stream(self) -> None:
+        if self._held and not self.transport.is_closing():
+            self.guard.stream(self)
 
     def _arm(self) -> None:
         self._disarm()

@@ -15,6 +15,7 @@ A key learns nothing about the traces it may not see (docs/service.md, "Threat m
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,11 +38,41 @@ from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
 from ..scoring._scorer import Scorer, ValueScore
 
-__all__ = ["Engine", "namespaced_id", "shown_id"]
+__all__ = [
+    "Engine",
+    "UnstorableId",
+    "id_problem",
+    "namespaced_id",
+    "shown_id",
+]
 
 HIDDEN = "a stored trace"
 #: A key id (``kb._keys.new_key``: 6 random bytes in hex) after the ``/`` of a namespaced id.
 _NAMESPACE = re.compile(r"/[0-9a-f]{12}\Z")
+
+
+class UnstorableId(ValueError):
+    """A trace id the service does not store (:func:`id_problem` says why)."""
+
+
+def id_problem(trace_id: str) -> str | None:
+    """Why the service may not store a trace under ``trace_id``, or None: the one id rule of
+    every write path (``POST /v1/traces``, its batch, MCP ``contribute_trace``).
+
+    ``/`` marks the rows namespaced by owner, so an id holding it could take another key's
+    namespaced row (and ``GET /v1/traces/{id}`` is one path segment: it could never be read
+    back); a control character or line break would let an id forge lines wherever it is
+    shown (logs, the provenance line of a recalled example).
+    """
+    if "/" in trace_id:
+        return f"a trace id may not hold '/' (got {trace_id!r})"
+    if any((char.isspace() and char != " ") or _is_control(char) for char in trace_id):
+        return f"a trace id may not hold a line break or control character (got {trace_id!r})"
+    return None
+
+
+def _is_control(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
 
 
 def namespaced_id(trace_id: str, key_id: str) -> str:
@@ -202,10 +233,16 @@ class Engine:
         """Score each trace against the traces ``key`` may see and store those that reach the
         threshold.
 
+        Raises :class:`UnstorableId` for an id :func:`id_problem` refuses (nothing stored).
+
         Idempotent by id: an id the key has stored, or may see, answers its stored result,
         also when another request stores it meanwhile. An id held by a trace the key may not
         see is answered as if it were free: the trace goes to the key's namespaced row.
         """
+        for trace in traces:  # the callers check first, to answer by field; this is the rule
+            problem = id_problem(trace.id)
+            if problem is not None:
+                raise UnstorableId(problem)
         results = self._contribute_once(traces, key, source)
         # Another key stored one of these ids between the look-up and the store: the id is
         # taken now by a trace this key may not see, so those traces go again, to this
@@ -397,6 +434,13 @@ class Engine:
             for match in self.kb.stored_copies(facet, COPY_SIMILARITY, 10, readable)
         ]
 
+    def team_of(self, trace_id: str, viewer: Viewer) -> str | None:
+        """The org of the key that contributed the trace ``viewer`` reads as ``trace_id``
+        (None: none recorded, or no such trace for this viewer)."""
+        row = self._readable_row(trace_id, viewer)
+        access = None if row is None else self.kb.access_of([row]).get(row)
+        return None if access is None else access.org
+
     def _readable_row(self, trace_id: str, viewer: Viewer) -> str | None:
         """The row ``viewer`` reads under ``trace_id``: the id itself, else the viewer's own
         namespaced row, else another key's namespaced row the viewer may see."""
@@ -463,9 +507,13 @@ class Engine:
         return [row for row in map(self.kb.get, ids) if row is not None]
 
     def stats(self, viewer: Viewer) -> dict[str, Any]:
+        """Counts over the traces ``viewer`` may see, and how many more it may not (``hidden``:
+        a reader told 6 traces should know the base holds others, not think it small)."""
         identity = self.kb.identity
+        visible = self.kb.visible_stats(viewer)
         return {
-            **self.kb.visible_stats(viewer),
+            **visible,
+            "hidden": max(0, len(self.kb) - int(visible["traces"])),
             "threshold": self.threshold,
             "model": None if identity is None else identity.model,
             "dimensions": None if identity is None else identity.dimensions,

@@ -17,6 +17,7 @@ from ..api_models import (
     ContributionBatch,
     ErrorBody,
     Health,
+    KeyInfo,
     ScoreResponse,
     SearchRequest,
     SearchResponse,
@@ -27,7 +28,7 @@ from ..api_models import (
 from ..importers import format_names
 from ..kb import ApiKey, is_server_url
 from ._app import ServiceState, stop_point
-from ._bodies import RequestProblem, parse_json, problem, traces_of
+from ._bodies import RequestProblem, parse_json, problem, refuse_unstorable_ids, traces_of
 from ._limits import read_body
 
 __all__ = ["router"]
@@ -159,7 +160,7 @@ async def _contribute(
 
     def redact_then_contribute() -> list[Contribution]:
         traces = _traces(state, key, body, source_format, many=many)
-        _refuse_slashed_ids(traces, many=many)
+        refuse_unstorable_ids(traces, many=many)
         results: list[Contribution] = []
         for part in _in_parts(traces):
             stop_point()  # parts stored before a timeout stay stored: posting again is safe
@@ -168,18 +169,6 @@ async def _contribute(
         return results
 
     return await state.work(key.id, redact_then_contribute)
-
-
-def _refuse_slashed_ids(traces: list[ReasoningTrace], *, many: bool) -> None:
-    """An id holding ``/`` could never be read back (``GET /v1/traces/{id}`` is one path
-    segment), and ``/`` marks the rows the service namespaces by owner: refused, all at once."""
-    problems = [
-        problem(f"[{i}].id" if many else "id", f"a trace id may not hold '/' (got {trace.id!r})")
-        for i, trace in enumerate(traces)
-        if "/" in trace.id
-    ]
-    if problems:
-        raise RequestProblem(f"invalid ReasoningTrace: {problems[0]}", problems)
 
 
 @router.post(
@@ -312,7 +301,8 @@ def _under(prefix: str, path: str) -> str:
 )
 async def stats(request: Request, key: Reader) -> Stats:
     state = _state(request)
-    return Stats(**await state.read(state.engine.stats, key.viewer))
+    counts = await state.read(state.engine.stats, key.viewer)
+    return Stats(**counts, key=KeyInfo(name=key.name, scope=key.scope, team=key.org))
 
 
 @router.get(

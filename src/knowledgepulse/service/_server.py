@@ -34,12 +34,13 @@ def _config(app: Any, host: str, port: int, drain_s: float, **options: Any) -> A
     import uvicorn
 
     from ._connections import ConnectionGuard, connection_cap, guarded_protocol
+    from ._logs import redact_access_log
     from ._settings import ServiceSettings
 
     service = getattr(getattr(app, "state", None), "service", None)
     settings = getattr(service, "settings", None) or ServiceSettings()
     guard = ConnectionGuard(connection_cap(settings.max_connections), settings.header_timeout_s)
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -52,6 +53,8 @@ def _config(app: Any, host: str, port: int, drain_s: float, **options: Any) -> A
         server_header=False,
         **options,
     )
+    redact_access_log()  # after the Config, which configures uvicorn's loggers
+    return config
 
 
 def run_server(
@@ -71,7 +74,12 @@ def run_server(
 
 @contextmanager
 def server_in_thread(
-    app: Any, host: str = "127.0.0.1", port: int = 0, *, drain_s: float = 5.0
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    drain_s: float = 5.0,
+    log_level: str = "warning",
 ) -> Iterator[str]:
     """Serve ``app`` in a background thread; yields its base URL (``http://127.0.0.1:PORT``).
 
@@ -81,7 +89,7 @@ def server_in_thread(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound = sock.getsockname()[1]
-    server = _server(_config(app, host, bound, drain_s, log_level="warning"))
+    server = _server(_config(app, host, bound, drain_s, log_level=log_level))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

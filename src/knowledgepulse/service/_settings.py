@@ -42,6 +42,14 @@ class ServiceSettings:
         auth_failure_burst: 401 and 403 answers an address may get at once.
         allowed_hosts: the Host header values ``/mcp`` takes besides loopback names
             (``name``: any port, ``name:port``): DNS-rebinding protection (docs/mcp.md).
+        mcp_sessions_per_key: the most MCP sessions one key holds open; a key opening one
+            more closes its least recently used one.
+        mcp_streams_per_key: the most MCP GET (SSE) streams one key holds open; a key
+            opening one more has its oldest one ended.
+        mcp_session_idle_s: an MCP session without a request in flight for this long is
+            closed (its client opens a new one).
+        mcp_stream_s: an MCP GET stream is ended after this long (the client opens it again
+            when it wants one), so a held stream cannot keep its session from idling out.
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -66,3 +74,7 @@ class ServiceSettings:
         return self.key_share or max(1, self.workers // 2)
 
     allowed_hosts: tuple[str, ...] = ()
+    mcp_sessions_per_key: int = 16
+    mcp_streams_per_key: int = 4
+    mcp_session_idle_s: float = 600.0
+    mcp_stream_s: float = 300.0

@@ -312,6 +312,23 @@
     };
   }
 
+  // What this key cannot see, and why: kp serve counts the traces hidden by their visibility
+  // and names the key asking (kp view, which reads files, has neither).
+  function whoSees(info) {
+    const notes = [];
+    if (typeof info.hidden === "number" && info.hidden > 0) {
+      notes.push(
+        `${info.hidden} more ${info.hidden === 1 ? "trace is" : "traces are"} in the base but hidden from this key by their visibility ` +
+          "(private: only the key that contributed it; org: only keys of its team)."
+      );
+    }
+    if (info.key && typeof info.key.name === "string") {
+      const team = info.key.team ? `team ${info.key.team}` : "no team";
+      notes.push(`This key: ${info.key.name}, scope ${info.key.scope}, ${team}.`);
+    }
+    return notes.length ? h("span", { class: "visibility" }, " " + notes.join(" ")) : null;
+  }
+
   function summaryLine(info) {
     if (!info || typeof info.traces !== "number") return null;
     const parts = [`${info.traces} traces`];
@@ -319,7 +336,7 @@
       if (typeof info[name] === "number") parts.push(`${info[name]} ${label}`);
     }
     if (Array.isArray(info.files)) parts.push(`from ${info.files.length} files`);
-    const line = h("p", { class: "summary" }, parts.join(" · "));
+    const line = h("p", { class: "summary" }, parts.join(" · "), whoSees(info));
     if (Array.isArray(info.skipped) && info.skipped.length) {
       return [
         line,
