@@ -16,8 +16,9 @@ are observations of the command before them, never user turns.
   else a ``<pr_description>``/``<issue>`` block or the text after ``ISSUE:``; else that whole
   message;
 - failure: an observation reporting a non-zero exit code, or that looks like an error;
-- ``info.exit_status``, ``info.submission``, ``info.model_stats`` and the model's name →
-  ``kp_import``; ``replay_config.problem_statement.id`` (else ``environment``) → source id;
+- ``info.exit_status``, ``info.submission``, ``info.model_stats``, the model's name and
+  ``environment`` (the Docker image, ``swe_main`` in every 0.x run: no id) → ``kp_import``;
+  ``replay_config.problem_statement.id`` → source id, else a hash of the record;
   success is left to the caller (a trajectory does not say whether the patch passed).
 
 **mini-SWE-agent** ``{"info": {...}, "messages": [...], "trajectory_format":
@@ -155,8 +156,10 @@ def from_swe_agent(
     problem = mapping(replay.get("problem_statement"))
     if isinstance(problem.get("id"), str) and problem["id"]:
         builder.source_id = problem["id"]
-    elif isinstance(traj.get("environment"), str) and traj["environment"]:
-        builder.source_id = traj["environment"]
+    # ``environment`` names the Docker image (``swe_main`` in every SWE-agent 0.x run), not
+    # the run: kept, but no id; without a problem statement id the id is the record's hash.
+    if isinstance(traj.get("environment"), str) and traj["environment"]:
+        builder.info["environment"] = traj["environment"]
     model = mapping(mapping(replay.get("agent")).get("model")).get("name")
     if isinstance(model, str) and model:
         builder.info["model"] = model
