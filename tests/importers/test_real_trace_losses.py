@@ -38,3 +38,22 @@ def test_old_swe_agent_trajectories_keep_distinct_ids() -> None:
     for path in OLD_SWE_AGENT:
         (trace,) = _traces(path)
         assert trace.to_dict()["metadata"]["kp_import"]["environment"] == "swe_main"
+
+
+# -- wrong format, silent loss ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["anthropic_messages.json", "anthropic_payloads.json"])
+def test_an_anthropic_messages_file_named_openai_is_refused_saying_use_anthropic(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--from openai`` read only the text parts of Anthropic messages: the tool_use and
+    tool_result blocks (and the recovery after a failed result) were dropped, exit 0."""
+    out = tmp_path / "o.jsonl"
+    code = main(["import", str(DATA / name), "--from", "openai", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert out.read_text() == ""
+    assert "is an Anthropic content block" in err
+    assert "it looks like anthropic: use --from anthropic" in err
+    assert err.count("use --from") == 1
