@@ -11,7 +11,12 @@ A trajectory (its list of events) is one run: one trace.
   ``tool_call_metadata.function_name`` (else the action) whose input is the model's call
   arguments (from ``tool_call_metadata.model_response``), else the action's ``args`` (its
   ``thought`` and bookkeeping fields left out); ``think`` → thought; ``finish`` → thought
-  (``args.final_thought`` or ``message``; also the result summary);
+  (``args.final_thought`` or ``message``; also the result summary), ``task_completed`` →
+  ``kp_import.task_completed`` (``false`` and ``partial`` → success false);
+- the model: an evaluation line's ``metadata.llm_config.model``, else the first
+  ``tool_call_metadata.model_response.model`` → ``kp_import.model``; an evaluation line's
+  ``metrics.accumulated_token_usage`` → ``kp_import.token_usage``, ``accumulated_cost`` →
+  ``kp_import.cost``;
 - observations → observation matched by ``tool_call_metadata.tool_call_id`` (else to the
   action named by ``cause``), content from ``content`` (else ``message``);
   ``observation: "error"``, ``user_rejected``, and a non-zero ``extras.exit_code`` /
@@ -126,6 +131,7 @@ def _output_trace(record: Mapping[str, Any], label: str, options: ImportOptions)
     if record.get("error"):
         builder.info["error"] = stringify(record["error"])
         builder.success = False
+    _read_run_metadata(builder, record)
     history = expect_list(record.get("history"), at(label, "history"))
     _read_events(builder, [(event, at(at(label, "history"), i)) for i, event in enumerate(history)])
     if record.get("test_result") is not None:
@@ -135,6 +141,26 @@ def _output_trace(record: Mapping[str, Any], label: str, options: ImportOptions)
         return builder.build(record, options)
     except ConversionError as exc:
         raise exc.under(label.removesuffix(": ")) from None
+
+
+def _read_run_metadata(builder: TraceBuilder, record: Mapping[str, Any]) -> None:
+    """An evaluation line's model (``metadata.llm_config.model``), its token usage and cost
+    (``metrics.accumulated_token_usage``, ``metrics.accumulated_cost``)."""
+    model = mapping(mapping(record.get("metadata")).get("llm_config")).get("model")
+    if isinstance(model, str) and model:
+        builder.info["model"] = model
+    metrics = mapping(record.get("metrics"))
+    usage = {
+        key: value
+        for key, value in mapping(metrics.get("accumulated_token_usage")).items()
+        # ``model`` ("default") and an empty ``response_id`` name no run.
+        if key not in ("model", "response_id") and isinstance(value, (int, float))
+    }
+    if usage:
+        builder.info["token_usage"] = usage
+    cost = metrics.get("accumulated_cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        builder.info["cost"] = cost
 
 
 def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
@@ -147,6 +173,9 @@ def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
         call_id = (
             metadata.get("tool_call_id") if isinstance(metadata.get("tool_call_id"), str) else None
         )
+        model = mapping(metadata.get("model_response")).get("model")
+        if isinstance(model, str) and model:
+            builder.info.setdefault("model", model)
         if "action" in event:
             _read_action(builder, event, args, metadata, call_id, actions)
         elif "observation" in event:
@@ -189,7 +218,11 @@ def _read_action(
             if final != thought:
                 builder.thought(final)
             builder.result_summary = final
-        if args.get("task_completed") is False or args.get("task_completed") == "false":
+        completed = args.get("task_completed")
+        if completed is not None:
+            builder.info["task_completed"] = completed
+        # OpenHands' TaskCompletionStatus: "true", "false" or "partial"; partial is no success.
+        if completed is False or completed in ("false", "partial"):
             builder.success = False
         return
     function = metadata.get("function_name")

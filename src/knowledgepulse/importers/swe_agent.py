@@ -36,7 +36,8 @@ are observations of the command before them, never user turns.
   ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` → observation;
 - ``info.exit_status`` → ``kp_import.exit_status``; a run that ended other than
   ``Submitted`` (``LimitsExceeded``, an error) failed; ``info.submission`` →
-  ``kp_import.submission``; ``info.model_stats`` → ``kp_import.model_stats``.
+  ``kp_import.submission``; ``info.model_stats`` → ``kp_import.model_stats``;
+  ``info.config.model.model_name`` → ``kp_import.model``.
 """
 
 from __future__ import annotations
@@ -299,6 +300,9 @@ def from_mini_swe_agent(
     for key in ("submission", "model_stats", "mini_version"):
         if info.get(key) not in (None, ""):
             builder.info[key] = info[key]
+    model = mapping(mapping(info.get("config")).get("model")).get("model_name")
+    if isinstance(model, str) and model:
+        builder.info["model"] = model
     return [builder.build(record, options)]
 
 
