@@ -176,3 +176,92 @@ def test_inspect_multiple_choice_options_are_kept_so_the_answer_can_be_read() ->
     assert objective.endswith("\n\nA) 6.0 e\nB) 6.8 eV\nC) 12.2 eV\nD) 13.6 eV")
     assert [s["content"] for s in data["steps"]] == ["ANSWER: C"]
     assert data["metadata"]["success"] is False
+
+
+# -- tool calls ----------------------------------------------------------------------------------
+
+
+def _calls(path: Path, fmt: str = "auto") -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (step["tool"]["name"], step.get("input", {}))
+        for trace in _traces(path, fmt)
+        for step in trace.to_dict()["steps"]
+        if step["type"] in ("tool_call", "error_recovery") and "tool" in step
+    ]
+
+
+def _results(path: Path) -> list[tuple[str | None, str]]:
+    return [
+        ((step.get("tool") or {}).get("name"), step["content"])
+        for trace in _traces(path)
+        for step in trace.to_dict()["steps"]
+        if step["type"] == "observation" and step.get("source") is None
+    ]
+
+
+def test_koog_calls_written_as_content_and_run_as_tool_spans_are_tool_calls() -> None:
+    path = DATA / "langfuse" / "koog-2025-08-26.json"
+    assert _calls(path) == [("HelloTool", {"name": "Bob"}), ("ByeTool", {"name": "Bob"})]
+    # The two tools ran at once (spans with one start time): each result with its call.
+    assert sorted(_results(path)) == [
+        ("ByeTool", "Bye my dear Bob!"),
+        ("HelloTool", "Hello my darling Bob!"),
+    ]
+
+
+def test_agno_tool_span_is_a_tool_call_with_its_result() -> None:
+    path = DATA / "langfuse" / "agno-2025-06-11.json"
+    assert _calls(path) == [("duckduckgo_search", {"query": "currently trending on Twitter"})]
+    ((tool, text),) = _results(path)
+    assert tool == "duckduckgo_search"
+    assert text.startswith('[{"title": "Twitter. It\'s what\'s happening / Twitter", "href": ')
+
+
+def test_beeai_react_steps_written_as_text_are_tool_calls_with_their_output() -> None:
+    path = DATA / "langfuse" / "beeai-2025-08-01_excerpt.json"
+    assert _calls(path) == [
+        ("Wikipedia", {"query": "Tourism in Barcelona"}),
+        ("OpenMeteoTool", {"country": "Spain", "location_name": "Barcelona"}),
+    ]
+    results = _results(path)
+    assert [tool for tool, _ in results] == ["Wikipedia", "OpenMeteoTool"]
+    assert results[0][1].startswith('[{"description": "Barcelona (  BAR-sə-LOH-nə;')
+    assert '"temperature_2m": 29.0' in results[1][1]
+
+
+def test_harbor_traces_of_openhands_read_its_tool_call_blocks() -> None:
+    path = DATA / "harbor_traces" / "openhands_hello_world.traces.json"
+    edit = (
+        "str_replace_editor",
+        {
+            "command": "create",
+            "path": "/app/hello.txt",
+            "file_text": "Hello, world!",
+            "security_risk": "LOW",
+        },
+    )
+    finish = ("finish", {"message": "Task complete. Created /app/hello.txt with 'Hello, world!'"})
+    # Two episodes, the second holding the first again (export with --episodes last).
+    assert _calls(path) == [edit, edit, finish]
+
+
+def test_atif_reads_calls_written_in_message_text_as_harbor_traces_does() -> None:
+    path = DATA / "atif" / "openhands_no_function_calling.trajectory.json"
+    assert _calls(path, "atif") == [
+        (
+            "execute_bash",
+            {
+                "command": "cat > /app/hello.txt << 'EOF'\nHello, world!\nEOF",
+                "security_risk": "LOW",
+            },
+        ),
+        ("finish", {"message": "Task complete. Created /app/hello.txt with 'Hello, world!'"}),
+    ]
+    ((tool, _),) = _results(path)
+    assert tool == "execute_bash"
+    terminus = DATA / "atif" / "terminus2_linear_history.trajectory.json"
+    assert _calls(terminus, "atif") == [
+        ("terminal", {"keystrokes": "mkdir test_dir\n", "duration": 0.1}),
+        ("terminal", {"keystrokes": "echo 'test1' > test_dir/file1.txt\n", "duration": 0.1}),
+        ("terminal", {"keystrokes": "echo 'test2' > test_dir/file2.txt\n", "duration": 0.1}),
+    ]

@@ -109,16 +109,10 @@ def content_parts(content: Any) -> list[Part]:
                 text = block.get("text")
             if isinstance(text, str):
                 parts.append(Part("reasoning", text))
-        elif kind in ("tool_use", "tool_call", "server_tool_use", "function_call"):
-            raw = block.get("input", block.get("args", block.get("arguments")))
-            parts.append(
-                Part(
-                    "tool_call",
-                    call_id=_opt_str(block.get("id", block.get("call_id"))),
-                    name=_opt_str(block.get("name")),
-                    arguments=parse_arguments(raw, "", lenient=True),
-                )
-            )
+        elif (isinstance(kind, str) and kind in _CALL_BLOCKS) or (
+            kind == "function" and "function" in block
+        ):
+            parts.append(_call_part(block))
         elif kind in ("tool_result", "tool_call_response", "function_call_output"):
             result = block.get("content", block.get("response", block.get("output")))
             parts.append(
@@ -132,6 +126,25 @@ def content_parts(content: Any) -> list[Part]:
                 )
             )
     return parts
+
+
+# Content blocks that are a tool call (Anthropic, LangChain, OTel GenAI, Responses).
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "server_tool_use", "function_call"})
+
+
+def _call_part(block: Mapping[str, Any]) -> Part:
+    """A call block as a part; a chat ``tool_calls`` entry written into ``content``
+    (``{"function": {name, arguments}, "id", "type": "function"}``, JetBrains Koog's exports)
+    included."""
+    spec = block.get("function") if block.get("type") == "function" else block
+    spec = spec if isinstance(spec, Mapping) else {}
+    raw = spec.get("input", spec.get("args", spec.get("arguments")))
+    return Part(
+        "tool_call",
+        call_id=_opt_str(block.get("id", block.get("call_id"))),
+        name=_opt_str(spec.get("name")),
+        arguments=parse_arguments(raw, "", lenient=True),
+    )
 
 
 def _opt_str(value: Any) -> str | None:
@@ -183,6 +196,9 @@ def message_from_chat(obj: Any) -> Message | None:
     # An AIMessage may hold a call twice: as a ``tool_use`` content block and in ``tool_calls``.
     seen_ids = {p.call_id for p in parts if p.kind == "tool_call" and p.call_id}
     parts.extend(_listed_tool_calls(data, seen_ids))
+    if role == "tool" and parts and all(p.kind == "tool_call" for p in parts):
+        # The assistant's calls sent back under ``role: "tool"`` (Koog): calls, not results.
+        return Message("assistant", parts)
     if role == "tool":
         parts = _tool_results(data, parts)
     return Message(role, parts)

@@ -6,10 +6,12 @@ episode, run_id, trial_name, result, instruction?}``. An episode's conversation 
 turn up to that agent turn, so exporting all episodes gives each trial's run several times,
 each a prefix of the next: export with ``--episodes last`` for one row per trial.
 
-- ``system`` messages are dropped; ``assistant`` messages: a ``<think>`` block → thought; a
-  Terminus JSON reply ``{analysis, plan, commands, task_complete}`` → thought (analysis and
-  plan), then one tool_call ``terminal`` per command (``input = {keystrokes, duration}``);
-  any other reply → thought;
+- ``system`` messages are dropped; ``assistant`` messages: a ``<think>`` block → thought; the
+  calls written as text (:mod:`._text_calls`: a Terminus JSON reply ``{analysis, plan,
+  commands, task_complete}`` → thought (analysis and plan), then one tool_call ``terminal``
+  per command (``input = {keystrokes, duration}``); OpenHands' ``<tool_call>{...}</tool_call>``
+  and ``<function=...>`` blocks → tool_calls, the text around them → thought); any other
+  reply → thought;
 - ``user`` messages after the first are the harness speaking (terminal output), never user
   turns: an observation of the last command; ``Previous response had parsing errors`` → a
   failed observation marked ``"source": "harness"``;
@@ -25,7 +27,6 @@ each a prefix of the next: export with ``--episodes last`` for one row per trial
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -34,7 +35,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import list_of, starts_with_any
+from ._harness_text import starts_with_any
 from ._objective import (
     FROM_TASK_DEFINITION,
     FROM_TASK_FIELD,
@@ -43,6 +44,7 @@ from ._objective import (
     TEMPLATE_TERMINUS_2,
 )
 from ._options import ImportOptions, resolve_options
+from ._text_calls import calls_in_text, emit_text_reply
 from ._values import (
     ConversionError,
     at,
@@ -143,34 +145,17 @@ def _open_call(builder: TraceBuilder) -> str | None:
 
 
 def _read_reply(builder: TraceBuilder, text: str) -> None:
-    think = _THINK.match(text)
-    if think:
-        builder.thought(think.group(1))
-        text = text[think.end() :]
-    reply = _terminus_json(text)
+    """An assistant reply: the calls it writes as text (Terminus JSON, OpenHands'
+    ``<tool_call>`` blocks, ...; :mod:`._text_calls`) and its thoughts."""
+    reply = calls_in_text(text)
     if reply is None:
+        think = _THINK.match(text)
+        if think:
+            builder.thought(think.group(1))
+            text = text[think.end() :]
         builder.thought(text)
         return
-    for key in ("analysis", "plan"):
-        if isinstance(reply.get(key), str):
-            builder.thought(reply[key])
-    for command in list_of(reply.get("commands")):
-        if isinstance(command, Mapping):
-            builder.tool_call("terminal", dict(command))
-
-
-def _terminus_json(text: str) -> Mapping[str, Any] | None:
-    """The JSON object of a Terminus reply (possibly after some words), or ``None``."""
-    start = text.find("{")
-    if start == -1:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError:
-        return None
-    if isinstance(value, Mapping) and ("commands" in value or "analysis" in value):
-        return value
-    return None
+    emit_text_reply(builder, reply)
 
 
 def _read_result(builder: TraceBuilder, result: Any) -> None:

@@ -115,7 +115,7 @@ def inspect_runs(
         status = log.get("status")
         why = (
             f"the eval was {'cancelled' if status == 'cancelled' else 'stopped'}: status {status!r}"
-            if status in _UNFINISHED
+            if isinstance(status, str) and status in _UNFINISHED
             else "a log written without them has only its header"
         )
         raise ConversionError("samples", f"the log holds no samples ({why})")
@@ -193,7 +193,7 @@ def _read_log_status(
     and error → ``kp_import.log_status``, ``kp_import.log_error``; a sample of it that was
     never scored did not finish: success false."""
     status = log.get("status")
-    if status not in _UNFINISHED:
+    if not isinstance(status, str) or status not in _UNFINISHED:
         return
     builder.info["log_status"] = status
     log_error = log.get("error")

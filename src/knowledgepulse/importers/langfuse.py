@@ -11,7 +11,9 @@ contents (Google ADK; see ``_messages`` below); LangChain tool definitions logge
   (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event, or text)
   → thoughts, tool calls and tool results, each once; ``model`` → ``kp_import.model``;
   ``level: ERROR`` → a failed observation of ``statusMessage``;
-- ``TOOL``, ``RETRIEVER``: tool_call ``name`` with ``input`` (unless a generation already
+- ``TOOL``, ``RETRIEVER``, and a ``SPAN`` whose span names its tool (``gen_ai.tool.name``:
+  Koog's ``tool.<name>`` spans; OpenInference ``tool.name`` with span kind ``TOOL``: Agno's):
+  tool_call ``name`` with ``input`` (unless a generation already
   holds the call), then an observation of ``output``; ``level: ERROR`` → failed, with
   ``statusMessage`` as the text when there is no output. Observations ingested over OTel are
   named after their span (``execute_tool <tool>``, Pydantic AI's ``running tool: <tool>``):
@@ -322,12 +324,12 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
         replay.llm_call(inputs, outputs, latency_ms=latency, error=error)
         if isinstance(observation.get("model"), str) and observation["model"]:
             builder.info.setdefault("model", observation["model"])
-    elif kind in _TOOLS:
+    elif kind in _TOOLS or _names_a_tool(observation):
         attributes = _span_attributes(observation)
         if output in (None, {}, []):
             output = _tool_result_attribute(attributes)
         text = stringify(output) if output is not None else (message if failed else None)
-        tool_name = attributes.get("gen_ai.tool.name")
+        tool_name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
         if not isinstance(tool_name, str) or not tool_name:
             tool_name = _tool_name(name) or kind.lower()
         call_id = attributes.get("gen_ai.tool.call.id")
@@ -347,6 +349,20 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
         builder.observation(stringify(output), failed=failed)
     elif failed and str(observation.get("id")) not in failed_under:
         builder.observation(message or stringify(output) or "error", failed=True)
+
+
+def _names_a_tool(observation: Mapping[str, Any]) -> bool:
+    """Whether a ``SPAN`` is a tool's run: its span names the tool (``gen_ai.tool.name``, as
+    Koog's ``tool.<name>`` spans do; OpenInference's ``tool.name``, as Agno's do). A span of
+    tool events that names no tool (BeeAI's ``tool.*.start``/``finish``) is not."""
+    attributes = _span_attributes(observation)
+    name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
+    return (
+        str(observation.get("type", "")).upper() == "SPAN"
+        and isinstance(name, str)
+        and bool(name)
+        and str(attributes.get("openinference.span.kind", "TOOL")).upper() == "TOOL"
+    )
 
 
 def _messages(value: Any, role: str) -> list[Message]:
