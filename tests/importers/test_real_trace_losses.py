@@ -265,3 +265,43 @@ def test_atif_reads_calls_written_in_message_text_as_harbor_traces_does() -> Non
         ("terminal", {"keystrokes": "echo 'test1' > test_dir/file1.txt\n", "duration": 0.1}),
         ("terminal", {"keystrokes": "echo 'test2' > test_dir/file2.txt\n", "duration": 0.1}),
     ]
+
+
+# -- objectives ----------------------------------------------------------------------------------
+
+
+def _objective(path: Path, fmt: str = "auto") -> tuple[str, str]:
+    trace = _traces(path, fmt)[-1]
+    data = trace.to_dict()
+    return data["task"]["objective"], data["metadata"]["kp_import"]["objective_from"]
+
+
+HELLO_TASK = 'Create a file called hello.txt with "Hello, world!" as the content.'
+
+
+def test_openhands_in_context_example_gives_way_to_the_task_between_its_markers() -> None:
+    path = DATA / "atif" / "openhands_no_function_calling.trajectory.json"
+    assert _objective(path) == (HELLO_TASK, "template:openhands")
+    (trace,) = _traces(path)
+    context = trace.to_dict()["metadata"]["kp_import"]["objective_context"]
+    assert len(context) == 1 and len(context[0]) == 5981
+
+
+def test_harbor_traces_of_openhands_skip_the_system_prompt_sent_as_a_user_message() -> None:
+    path = DATA / "harbor_traces" / "openhands_hello_world.traces.json"
+    objective, origin = _objective(path)
+    assert (objective.strip(), origin) == (HELLO_TASK, "user_message")
+    for trace in _traces(path):
+        data = trace.to_dict()
+        context = data["metadata"]["kp_import"]["objective_context"]
+        assert context[0].startswith("You are OpenHands agent, a helpful AI assistant")
+        assert not any(HELLO_TASK in (s.get("content") or "") for s in data["steps"])
+
+
+def test_google_genai_request_with_text_contents_gives_its_text_once() -> None:
+    path = DATA / "langfuse" / "google-gemini-2025-08-01.json"
+    assert _objective(path) == ("What is Langfuse?", "trace_input")
+    (trace,) = _traces(path)
+    steps = trace.to_dict()["steps"]
+    assert [s["type"] for s in steps] == ["thought"]
+    assert steps[0]["content"].startswith("**Langfuse** is an **open-source observability")

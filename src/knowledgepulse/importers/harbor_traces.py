@@ -17,7 +17,8 @@ each a prefix of the next: export with ``--episodes last`` for one row per trial
   failed observation marked ``"source": "harness"``;
 - objective: the row's ``instruction`` when exported (``instruction``), else the task inside
   the first user message's Terminus template (``Task Description:`` up to ``Current terminal
-  state:``), else that whole message;
+  state:``), else that whole message; a harness preamble before it (OpenHands' system prompt,
+  written as a user message) is skipped and kept in ``kp_import.objective_context``;
 - ``result``: a reward (``"1.0"``) → ``kp_import.reward``, ≥ 1 → success; an exception name →
   failure (``kp_import.exception``); id ``<run_id>:<trial_name>:<episode>``; ``date`` →
   ``created_at``; ``agent`` → ``metadata.agent_id``; ``model``, ``model_provider``, ``task``,
@@ -42,6 +43,7 @@ from ._objective import (
     FROM_USER_MESSAGE,
     TEMPLATE_PREFIX,
     TEMPLATE_TERMINUS_2,
+    preamble_kind,
 )
 from ._options import ImportOptions, resolve_options
 from ._text_calls import calls_in_text, emit_text_reply
@@ -110,7 +112,10 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
         message = expect_dict(raw_message, message_path)
         role = expect_str(message.get("role"), at(message_path, "role"))
         text = content_text(message.get("content"))
-        if role == "user" and first_user:
+        if role == "user" and first_user and builder.objective is None and preamble_kind(text):
+            # OpenHands' system prompt sent as the first user message: kept, not the task.
+            builder.objective_context.append(text)
+        elif role == "user" and first_user:
             first_user = False
             if builder.objective is None:
                 match = _TASK.search(text)

@@ -435,7 +435,8 @@ def _is_choice(value: Any) -> bool:
 def _gemini_contents(value: Any) -> list[Mapping[str, Any]] | None:
     """The Gemini contents in a generation's input or output, or ``None`` when it holds none.
 
-    Read: a request (``{"model", "config", "contents": [...]}``), a response with
+    Read: a request (``{"model", "config", "contents": [...]}``, or ``contents`` as one text,
+    as google-genai takes it), a response with
     ``candidates``, an ADK ``LlmResponse`` or event (``{"content": {...}, ...}``), one content
     (``{"role", "parts"}`` whose parts have no ``type``) or a list of contents.
     """
@@ -443,6 +444,9 @@ def _gemini_contents(value: Any) -> list[Mapping[str, Any]] | None:
     if isinstance(value, Mapping):
         if isinstance(value.get("contents"), list):
             items = value["contents"]
+        elif isinstance(value.get("contents"), str) and "model" in value:
+            # google-genai's ``generate_content(model=..., contents="text")``: one user text.
+            items = [{"role": "user", "parts": [{"text": value["contents"]}]}]
         elif isinstance(value.get("candidates"), list) and value["candidates"]:
             first = value["candidates"][0]
             items = [first.get("content")] if isinstance(first, Mapping) else []
