@@ -305,3 +305,49 @@ def test_google_genai_request_with_text_contents_gives_its_text_once() -> None:
     steps = trace.to_dict()["steps"]
     assert [s["type"] for s in steps] == ["thought"]
     assert steps[0]["content"].startswith("**Langfuse** is an **open-source observability")
+
+
+# -- spurious turns and raw payloads -------------------------------------------------------------
+
+
+def _steps(path: Path) -> list[dict[str, Any]]:
+    (trace,) = _traces(path)
+    steps: list[dict[str, Any]] = trace.to_dict()["steps"]
+    return steps
+
+
+def test_agno_run_is_its_one_user_message_one_call_and_the_answer() -> None:
+    """Agno logs each model call twice (its own OpenInference span, and OpenAI's inside it),
+    its inputs as Python reprs of its messages, its outputs as chat.completion objects."""
+    steps = _steps(DATA / "langfuse" / "agno-2025-06-11.json")
+    assert [(s["type"], s.get("source")) for s in steps] == [
+        ("tool_call", None),
+        ("observation", None),
+        ("thought", None),
+    ]
+    assert steps[0]["tool"]["name"] == "duckduckgo_search"
+    assert steps[2]["content"].startswith(
+        "To find out what's currently trending on Twitter, you can visit the following resources:"
+    )
+
+
+def test_a_langchain_message_chunk_output_is_its_text() -> None:
+    path = DATA / "langfuse" / "google-vertex-tools-langchain-2025-09-19.json"
+    steps = _steps(path)
+    assert steps[-1] == {
+        "step_id": len(steps) - 1,
+        "type": "thought",
+        "content": "Thank you, John Smith. Which of our services are you interested in?",
+        "latency_ms": 1874.0,
+    }
+    (trace,) = _traces(path)
+    assert trace.outcome.result_summary == (
+        "Thank you, John Smith. Which of our services are you interested in?"
+    )
+
+
+def test_a_python_dict_repr_summary_is_its_text() -> None:
+    (trace,) = _traces(DATA / "langfuse" / "beeai-2025-08-01_excerpt.json")
+    assert trace.outcome.result_summary.startswith(
+        "Barcelona is a vibrant city known for its rich cultural heritage"
+    )

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._objective import preamble_kind
+from ._python_repr import is_message_repr, python_literal, repr_fields
 from ._values import content_text, parse_arguments, stringify
 
 __all__ = [
     "Message",
     "Part",
     "content_parts",
+    "is_chat_message",
     "is_response_object",
     "is_role_pair",
     "is_tool_definition",
@@ -162,6 +164,16 @@ def is_role_pair(obj: Any) -> bool:
     )
 
 
+# The fields of a message's pydantic repr that are its chat message.
+_REPR_KEYS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"})
+
+
+def is_chat_message(obj: Any) -> bool:
+    """Whether ``obj`` is a chat message object: a ``role``, a LangChain message ``type``
+    (``ai``, ``AIMessageChunk``, ...) or a serialised LangChain message."""
+    return isinstance(obj, Mapping) and _chat_role(obj)[0] is not None
+
+
 def message_list(value: Any) -> list[Any]:
     """The messages of a ``messages`` value: a list, or the first of a LangChain batch
     (``[[message, ...]]``); a list of role tuples (``[["user", "hi"]]``) is not a batch."""
@@ -177,6 +189,10 @@ def message_from_chat(obj: Any) -> Message | None:
     or a ``(role, content)`` tuple); ``None`` when ``obj`` is not a message. Lenient: odd
     fields are skipped."""
     if isinstance(obj, str):
+        if is_message_repr(obj):
+            # Agno logs its messages as their pydantic repr: read back as the message.
+            fields = repr_fields(obj)
+            return message_from_chat({k: v for k, v in fields.items() if k in _REPR_KEYS})
         return Message("user", [Part("text", obj)])
     if is_role_pair(obj):
         return Message(_ROLE_ALIASES[obj[0].lower()], content_parts(obj[1]))
@@ -216,7 +232,7 @@ def _chat_role(obj: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
         data = data["kwargs"]
     raw_role = data.get("role") or data.get("type")
     if role is None and isinstance(raw_role, str):
-        role = _ROLE_ALIASES.get(raw_role.lower())
+        role = _ROLE_ALIASES.get(raw_role.lower()) or _LANGCHAIN_CLASSES.get(raw_role)
     return role, data
 
 
@@ -356,7 +372,10 @@ def text_from_value(value: Any, *, output: bool = False) -> str | None:
             try:
                 parsed = json.loads(stripped)
             except json.JSONDecodeError:
-                return value or None
+                # A dict's Python repr (BeeAI's output): read as the dict it prints.
+                parsed = python_literal(stripped)
+                if parsed is None:
+                    return value or None
             return text_from_value(parsed, output=output) or value
         return value or None
     if isinstance(value, (list, tuple)):

@@ -7,10 +7,13 @@ Observations are ordered by ``startTime`` and read by ``type``; generation messa
 chat messages, OTel GenAI messages with ``parts``, Responses API objects and items, or Gemini
 contents (Google ADK; see ``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
-- ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
-  (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event, or text)
+- ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text; a message
+  logged as its pydantic repr, ``role='user' content=...``, as Agno does, is read back) and
+  ``output`` (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event,
+  a whole ``chat.completion``, a LangChain message such as an ``AIMessageChunk``, or text)
   → thoughts, tool calls and tool results, each once; ``model`` → ``kp_import.model``;
-  ``level: ERROR`` → a failed observation of ``statusMessage``;
+  ``level: ERROR`` → a failed observation of ``statusMessage``; a generation right under a
+  generation that logged the call is the same call seen twice (Agno) and is not read again;
 - ``TOOL``, ``RETRIEVER``, and a ``SPAN`` whose span names its tool (``gen_ai.tool.name``:
   Koog's ``tool.<name>`` spans; OpenInference ``tool.name`` with span kind ``TOOL``: Agno's):
   tool_call ``name`` with ``input`` (unless a generation already
@@ -52,6 +55,7 @@ from ._genai_parts import semconv_messages
 from ._messages import (
     Message,
     Part,
+    is_chat_message,
     is_response_object,
     is_tool_definition,
     message_from_chat,
@@ -163,8 +167,27 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     builder.agent_id = _agent_name(observations, by_id)
     replay = Replay(builder)
     for observation in observations:
-        _step(replay, observation, failed_under)
+        if not _inner_generation(observation, by_id):
+            _step(replay, observation, failed_under)
     return builder.build(trace, options)
+
+
+def _inner_generation(
+    observation: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]
+) -> bool:
+    """Whether a generation is one model call seen twice: a ``GENERATION`` right under a
+    ``GENERATION`` that logged the call (Agno's ``OpenAIChat.invoke`` holds the OpenAI
+    instrumentation's ``chat gpt-4o-mini``, whose input is the prompt flattened to text and
+    whose first output is empty). The outer one is read; the inner adds nothing but noise."""
+    if str(observation.get("type", "")).upper() != "GENERATION":
+        return False
+    parent = by_id.get(str(observation.get("parentObservationId")))
+    return (
+        parent is not None
+        and str(parent.get("type", "")).upper() == "GENERATION"
+        and parent.get("output") not in (None, "", [], {})
+        and not _is_error(observation)
+    )
 
 
 def _agent_name(
@@ -376,6 +399,9 @@ def _messages(value: Any, role: str) -> list[Message]:
     gemini = _gemini_messages(value)
     if gemini is not None:
         return gemini
+    if _is_completion(value):
+        # A whole ``chat.completion`` object (Agno's generation output): its first choice.
+        value = value["choices"][0]
     if _is_choice(value):
         # A chat choice, or the GenAI `gen_ai.choice` event Pydantic AI 0.2 logs as the output:
         # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
@@ -385,7 +411,8 @@ def _messages(value: Any, role: str) -> list[Message]:
     if isinstance(value, str):
         value = [{"role": role, "content": value}]
     elif isinstance(value, Mapping):
-        value = [value if "role" in value else {"role": role, "content": stringify(value)}]
+        chat = "role" in value or is_chat_message(value)
+        value = [value if chat else {"role": role, "content": stringify(value)}]
     if not isinstance(value, list):
         return []
     if is_responses_items(value):
@@ -420,6 +447,16 @@ def _item_messages(item: Any) -> list[Message]:
             return []
     message = message_from_chat(item)
     return [] if message is None else [message]
+
+
+def _is_completion(value: Any) -> bool:
+    choices = value.get("choices") if isinstance(value, Mapping) else None
+    return (
+        isinstance(choices, list)
+        and bool(choices)
+        and isinstance(choices[0], Mapping)
+        and isinstance(choices[0].get("message"), Mapping)
+    )
 
 
 def _is_choice(value: Any) -> bool:
