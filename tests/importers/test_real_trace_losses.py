@@ -351,3 +351,31 @@ def test_a_python_dict_repr_summary_is_its_text() -> None:
     assert trace.outcome.result_summary.startswith(
         "Barcelona is a vibrant city known for its rich cultural heritage"
     )
+
+
+# -- shapes --------------------------------------------------------------------------------------
+
+RESOLVER = DATA / "openhands" / "resolver_output.jsonl"
+
+
+@pytest.mark.parametrize("fmt", ["auto", "openhands"])
+def test_openhands_resolver_output_is_a_run_per_line(fmt: str) -> None:
+    units = list(read_traces_from_paths([str(RESOLVER)], fmt))
+    assert [u.problems for u in units] == [[], []]
+    assert sum(u.counted for u in units) == 2
+    first, second = (t.to_dict() for u in units for t in u.traces)
+    assert first["id"] == "kp:trace:openhands:neubig/pr-viewer#5"
+    assert second["id"] == "kp:trace:openhands:neubig/pr-viewer#1"
+    assert first["task"]["objective"] == (
+        "Add MIT license\n\nWe can license this repo under the MIT license."
+    )
+    assert first["metadata"]["kp_import"]["objective_from"] == "task_field"
+    assert first["metadata"]["success"] is True
+    assert "success" not in first["metadata"]["kp_import"]["defaulted"]
+    calls = [(s["tool"]["name"], s["input"]) for s in first["steps"] if s["type"] == "tool_call"]
+    assert calls[0] == ("run", {"command": "touch LICENSE"})
+    assert [name for name, _ in calls] == ["run", "run_ipython", "run"]
+    assert [s.get("source") for s in first["steps"]].count("user") == 0
+    assert first["outcome"]["result_summary"].startswith(
+        "The MIT License has been successfully added to the repository."
+    )
