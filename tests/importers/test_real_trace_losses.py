@@ -379,3 +379,38 @@ def test_openhands_resolver_output_is_a_run_per_line(fmt: str) -> None:
     assert first["outcome"]["result_summary"].startswith(
         "The MIT License has been successfully added to the repository."
     )
+
+
+def test_a_swe_agent_demonstration_file_is_read_as_swe_agent() -> None:
+    path = DATA / "swe_agent" / "function_calling_simple.traj"
+    (unit,) = read_traces_from_paths([str(path)], "auto")
+    assert (unit.format, unit.problems) == ("swe-agent", [])
+    (trace,) = unit.traces
+    data = trace.to_dict()
+    assert data["task"]["objective"].startswith("SyntaxError: invalid syntax\nI'm running")
+    assert data["metadata"]["kp_import"]["objective_from"] == "template:swe-agent"
+    assert [s["tool"]["name"] for s in data["steps"] if s["type"] == "tool_call"] == [
+        "find_file",
+        "open",
+        "edit",
+        "bash",
+        "submit",
+    ]
+    results = [s for s in data["steps"] if s["type"] == "observation"]
+    assert [s["tool"]["name"] for s in results] == ["find_file", "open", "edit", "bash", "submit"]
+    assert results[3]["content"].startswith("8.2\n")
+
+
+def test_auto_detection_refusal_says_what_it_saw_and_the_nearest_formats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = DATA / "undetected" / "anthropic_managed_agents_custom_tools.jsonl"
+    code = main(["import", str(path), "--from", "auto", "-o", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err
+    assert code == 1
+    first = err.splitlines()[0]
+    assert first.startswith(f"{path}:1: could not detect the format; name it with --from")
+    assert (
+        "saw an array of 2: a string 'client.beta.sessions.create', an object with keys " in first
+    )
+    assert "nearest formats:" in first

@@ -33,7 +33,14 @@ from ._langsmith_batch import merge_batches
 from ._options import ImportOptions
 from ._otel_spans import Span
 from ._otlp import PlainLog
-from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
+from ._registry import (
+    AUTO_FORMAT,
+    TRACE_FORMAT,
+    convert,
+    detect_format,
+    format_names,
+    undetected,
+)
 from ._runs import is_one_run
 from ._values import ConversionError, NotARun, at
 from .langsmith import convert_tree, plant_trees
@@ -235,7 +242,7 @@ class _Stream:
 
     def _convert(self, records: list[InputRecord], data: Any, name: str | None) -> Conversion:
         if name is None:
-            problem = "could not detect the format; name it explicitly"
+            problem = undetected(data)
             return Conversion(records, [], [problem], self.fmt)
         try:
             traces = convert(name, data, self.options)
