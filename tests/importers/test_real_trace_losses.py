@@ -5,6 +5,7 @@ excerpt of it under ``tests/data/importers/<format>/`` (origin and licence in it
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -404,7 +405,7 @@ def test_a_swe_agent_demonstration_file_is_read_as_swe_agent() -> None:
 def test_auto_detection_refusal_says_what_it_saw_and_the_nearest_formats(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = DATA / "undetected" / "anthropic_managed_agents_custom_tools.jsonl"
+    path = DATA / "refused" / "anthropic_managed_agents_custom_tools.jsonl"
     code = main(["import", str(path), "--from", "auto", "-o", str(tmp_path / "o.jsonl")])
     err = capsys.readouterr().err
     assert code == 1
@@ -414,3 +415,31 @@ def test_auto_detection_refusal_says_what_it_saw_and_the_nearest_formats(
         "saw an array of 2: a string 'client.beta.sessions.create', an object with keys " in first
     )
     assert "nearest formats:" in first
+
+
+# -- refusals that say what to do -----------------------------------------------------------------
+
+
+def test_a_codex_rollout_without_an_agent_turn_is_refused_naming_codex() -> None:
+    path = DATA / "refused" / "codex_cli_rollout.jsonl"
+    (unit,) = read_traces_from_paths([str(path)], "auto")
+    assert unit.format == "codex"
+    assert unit.problems == [
+        "a Codex rollout (session 019b64e5-57fa-7463-b644-fba7e456f905) with no agent turn: "
+        "its session header, 1 user message and 6 turn contexts only (the session ended, or "
+        "the file was cut, before the model answered)"
+    ]
+
+
+def test_a_broken_element_of_a_pretty_printed_list_is_located_at_its_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = json.loads((DATA / "langsmith_flat.json").read_text(encoding="utf-8"))
+    runs[4]["run_type"] = None  # a child of the second run tree, whose root is [3]
+    path = tmp_path / "runs.json"
+    text = json.dumps(runs, indent=2)
+    path.write_text(text, encoding="utf-8")
+    starts = [n + 1 for n, line in enumerate(text.splitlines()) if line == "  {"]
+    main(["import", str(path), "--from", "langsmith", "-o", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err
+    assert f"{path}:{starts[4]}: [4].run_type: " in err

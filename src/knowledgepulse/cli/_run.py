@@ -15,6 +15,7 @@ the summary and the accounting line short. The exit status is then 128 + the fir
 from __future__ import annotations
 
 import functools
+import re
 import signal
 import time
 from collections.abc import Generator, Iterator, Sequence
@@ -37,6 +38,10 @@ SAME_PROBLEM_SHOWN = 3
 NOT_RUNS_SHOWN = 10
 
 
+# A problem whose path starts at an element of a list: ``[17].run_type: ...``.
+_ELEMENT_PATH = re.compile(r"^\[(\d+)\]")
+
+
 @dataclass
 class Rejection:
     """Records refused together (usually one), with every problem found."""
@@ -48,8 +53,17 @@ class Rejection:
     count: int | None = None
 
     def lines(self) -> list[str]:
-        where = self.records[0].where
-        return [f"{where}: {problem}" for problem in self.problems]
+        """Each problem at its record: in a unit of several elements of a list, a problem
+        whose path starts at an element (``[17].run_type``) is located where that element
+        starts, not at the unit's first element."""
+        first = self.records[0].where
+        by_index = {r.index: r.where for r in self.records if r.index is not None}
+        lines = []
+        for problem in self.problems:
+            match = _ELEMENT_PATH.match(problem)
+            where = by_index.get(int(match.group(1)), first) if match else first
+            lines.append(f"{where}: {problem}")
+        return lines
 
     def to_json(self, record: InputRecord) -> dict[str, Any]:
         from ..scoring._run import rejection_entry
