@@ -443,3 +443,18 @@ def test_a_broken_element_of_a_pretty_printed_list_is_located_at_its_own_line(
     main(["import", str(path), "--from", "langsmith", "-o", str(tmp_path / "o.jsonl")])
     err = capsys.readouterr().err
     assert f"{path}:{starts[4]}: [4].run_type: " in err
+
+
+def test_a_terminus_reply_the_harness_could_not_parse_ran_nothing() -> None:
+    """Terminus-2 runs no command of a reply it answers with "Previous response had parsing
+    errors": the reply's commands are not calls, in harbor-traces as in atif."""
+    path = DATA / "harbor_traces" / "terminus2_invalid_json.traces.json"
+    last = _traces(path)[-1].to_dict()["steps"]
+    error = next(n for n, s in enumerate(last) if s["type"] == "observation")
+    assert last[error]["content"].startswith("Previous response had parsing errors:")
+    assert [s["type"] for s in last[:error]] == ["thought", "thought", "thought"]
+    assert last[error - 2]["content"].startswith("I need to create a file called hello.txt")
+    atif = DATA / "atif" / "terminus2_invalid_json.trajectory.json"
+    steps = _traces(atif, "atif")[0].to_dict()["steps"]
+    error = next(n for n, s in enumerate(steps) if s["type"] == "observation")
+    assert {s["type"] for s in steps[:error]} == {"thought"}

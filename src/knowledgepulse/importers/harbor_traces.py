@@ -11,7 +11,8 @@ each a prefix of the next: export with ``--episodes last`` for one row per trial
   commands, task_complete}`` → thought (analysis and plan), then one tool_call ``terminal``
   per command (``input = {keystrokes, duration}``); OpenHands' ``<tool_call>{...}</tool_call>``
   and ``<function=...>`` blocks → tool_calls, the text around them → thought); any other
-  reply → thought;
+  reply → thought; a reply the harness answered with ``Previous response had parsing
+  errors`` ran nothing: its thoughts only;
 - ``user`` messages after the first are the harness speaking (terminal output), never user
   turns: an observation of the last command; ``Previous response had parsing errors`` → a
   failed observation marked ``"source": "harness"``;
@@ -107,7 +108,8 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
         builder.objective, builder.objective_from = instruction.strip(), FROM_TASK_FIELD
     where = at(path, "conversations")
     first_user = True
-    for index, raw_message in enumerate(expect_list(row.get("conversations"), where)):
+    conversation = expect_list(row.get("conversations"), where)
+    for index, raw_message in enumerate(conversation):
         message_path = at(where, index)
         message = expect_dict(raw_message, message_path)
         role = expect_str(message.get("role"), at(message_path, "role"))
@@ -132,7 +134,7 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
             else:
                 builder.observation(text, tool=_open_call(builder))
         elif role == "assistant":
-            _read_reply(builder, text)
+            _read_reply(builder, text, refused=_parse_error_follows(conversation, index))
     default_objective(
         builder, row.get("task") if isinstance(row.get("task"), str) else None, FROM_TASK_DEFINITION
     )
@@ -149,10 +151,22 @@ def _open_call(builder: TraceBuilder) -> str | None:
     return None
 
 
-def _read_reply(builder: TraceBuilder, text: str) -> None:
+def _parse_error_follows(conversation: list[Any], index: int) -> bool:
+    """Whether the harness answered the reply at ``index`` with a parse error."""
+    after = conversation[index + 1] if index + 1 < len(conversation) else None
+    if not isinstance(after, Mapping) or after.get("role") != "user":
+        return False
+    return starts_with_any(content_text(after.get("content")), _PARSING_ERRORS)
+
+
+def _read_reply(builder: TraceBuilder, text: str, *, refused: bool = False) -> None:
     """An assistant reply: the calls it writes as text (Terminus JSON, OpenHands'
-    ``<tool_call>`` blocks, ...; :mod:`._text_calls`) and its thoughts."""
+    ``<tool_call>`` blocks, ...; :mod:`._text_calls`) and its thoughts. A reply the harness
+    could not parse (``refused``) ran nothing: its thoughts are kept, its commands are not
+    calls."""
     reply = calls_in_text(text)
+    if reply is not None and refused:
+        reply.items = [item for item in reply.items if isinstance(item, str)] or [text]
     if reply is None:
         think = _THINK.match(text)
         if think:
