@@ -458,3 +458,19 @@ def test_a_terminus_reply_the_harness_could_not_parse_ran_nothing() -> None:
     steps = _traces(atif, "atif")[0].to_dict()["steps"]
     error = next(n for n, s in enumerate(steps) if s["type"] == "observation")
     assert {s["type"] for s in steps[:error]} == {"thought"}
+
+
+@pytest.mark.parametrize(
+    "name", ["mini_swe_agent/local.traj.json", "mini_swe_agent/astropy__astropy-13033.traj.json"]
+)
+def test_a_mini_swe_agent_trajectory_named_openai_says_use_mini_swe_agent(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Read as OpenAI chat, its fenced commands would be thoughts: no call, exit 0."""
+    out = tmp_path / "o.jsonl"
+    code = main(["import", str(DATA / name), "--from", "openai", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert out.read_text() == ""
+    assert "it looks like mini-swe-agent: use --from mini-swe-agent" in err
+    assert err.count("use --from") == 1

@@ -12,7 +12,9 @@ Chat Completions (``role`` messages):
 - the first ``user`` message → ``task.objective``; later ``user`` messages → observation
   steps marked ``"source": "user"``; ``system``/``developer`` messages are not steps;
 - a message holding an Anthropic block (``tool_use``, ``tool_result``, ``thinking``, ...)
-  is refused with ``use --from anthropic``: read as OpenAI content it would vanish.
+  is refused with ``use --from anthropic``: read as OpenAI content it would vanish; a
+  mini-SWE-agent trajectory (the object, or its bare message list) with ``use --from
+  mini-swe-agent``: its commands are fenced in the text, not calls.
 
 Responses API items: ``reasoning`` (summary and content text) → thought; ``message`` (assistant
 ``output_text``/``refusal``) → thought, a user message → objective (later ones → user
@@ -43,6 +45,7 @@ from knowledgepulse.io._reader import json_type_name
 
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options
+from .swe_agent import is_mini_swe_agent
 from ._values import (
     ConversionError,
     at,
@@ -111,6 +114,15 @@ def is_record_list(value: Any) -> bool:
 
 
 def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTrace:
+    if is_mini_swe_agent(record):
+        # Chat messages too, but its commands are fenced in the text: read as chat they would
+        # be thoughts, and the run's calls lost.
+        raise ConversionError(
+            path,
+            "a mini-SWE-agent trajectory (its commands are fenced in the assistant text, "
+            "which OpenAI messages do not read as calls); it looks like mini-swe-agent: use "
+            "--from mini-swe-agent",
+        )
     if isinstance(record, (list, tuple)):
         if is_responses_items(record):
             builder = TraceBuilder("openai-responses")
