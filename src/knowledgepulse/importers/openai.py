@@ -45,7 +45,6 @@ from knowledgepulse.io._reader import json_type_name
 
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options
-from .swe_agent import is_mini_swe_agent
 from ._values import (
     ConversionError,
     at,
@@ -57,6 +56,7 @@ from ._values import (
     parse_timestamp,
     stringify,
 )
+from .swe_agent import is_mini_swe_agent
 
 __all__ = ["from_openai", "is_record_list", "is_responses_items"]
 
