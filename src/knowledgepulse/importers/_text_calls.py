@@ -69,6 +69,7 @@ _REACT_LABELS = (
     ("Function Name", "Function Input", "Function Output"),
     ("Action", "Action Input", "Observation"),
 )
+_TERMINUS_KEYS = frozenset({"analysis", "plan", "commands", "task_complete"})
 _THOUGHT_LABEL = re.compile(r"^\s*Thought:\s*", re.IGNORECASE)
 
 
@@ -102,8 +103,12 @@ def _terminus(text: str, reply: TextReply) -> bool:
         value, end = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError:
         return False
-    if not isinstance(value, Mapping) or not (
-        isinstance(value.get("commands"), list) or isinstance(value.get("analysis"), str)
+    # Terminus's keys and no others: a model's structured answer that happens to hold an
+    # "analysis" field is not a Terminus reply, and must not lose its other fields.
+    if (
+        not isinstance(value, Mapping)
+        or not set(value) <= _TERMINUS_KEYS
+        or not (isinstance(value.get("commands"), list) or isinstance(value.get("analysis"), str))
     ):
         return False
     reply.thought(text[:start])
