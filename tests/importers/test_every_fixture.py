@@ -18,9 +18,10 @@ from ._util import DATA, import_twice
 from .test_fixture_folders import FOLDERS
 from .test_harness_formats import FORMAT_DIRS
 
-# Folders that are not one format's fixtures: golden files, grouped-unit fixtures and a Harbor
-# job (a directory read as a whole).
-OTHER_FOLDERS = {"expected", "units", "harbor_job"}
+# Folders that are not one format's fixtures: golden files, grouped-unit fixtures, a Harbor
+# job (a directory read as a whole) and real files that are refused (what the refusal
+# says of them: tests/importers/test_real_trace_losses.py).
+OTHER_FOLDERS = {"expected", "units", "harbor_job", "refused"}
 LOOSE = sorted(
     [
         *(p for p in DATA.glob("*.json") if p.is_file()),

@@ -53,15 +53,16 @@ def _outcome(path: Path) -> list[dict[str, Any]]:
             metadata = trace["metadata"]
             if "created_at" in metadata["kp_import"].get("defaulted", []):
                 metadata["created_at"] = NOW
-        units.append(
-            {
-                "records": [[r.line, r.index] for r in unit.records],
-                "counted": unit.counted,
-                "format": unit.format,
-                "problems": unit.problems,
-                "traces": traces,
-            }
-        )
+        entry: dict[str, Any] = {
+            "records": [[r.line, r.index] for r in unit.records],
+            "counted": unit.counted,
+            "format": unit.format,
+            "problems": unit.problems,
+            "traces": traces,
+        }
+        if unit.not_runs:
+            entry["not_runs"] = list(unit.not_runs)
+        units.append(entry)
     return units
 
 

@@ -831,7 +831,13 @@ def test_a_directory_scan_reads_traj_and_eval_files(
     ids = sorted(json.loads(line)["id"] for line in out.read_text().splitlines())
     assert ids == [
         "kp:trace:inspect:8zXjbRzCWrL9GXiXo2vus9:sample-1:epoch-1",
+        "kp:trace:inspect:EHs43QJtJ23ZJpyduMvxLY:sample-1:epoch-1",
+        # SWE-agent 0.x trajectories name no run: their ids are hashes of the record.
+        "kp:trace:swe-agent:07caf9c859938aef",
+        "kp:trace:swe-agent:29948ba2f8ea1d5c",
+        "kp:trace:swe-agent:628485c4aefc8892",
         "kp:trace:swe-agent:SWE-agent__test-repo-i1",
+        "kp:trace:swe-agent:d938acfe4932de6a",
     ]
 
 

@@ -83,5 +83,8 @@ def import_command(
     tally = run.tally
     if not quiet or tally.interrupted:
         tally.print_folded()
-        run.console.print(f"{tally.accounting()}; traces written: {traces_out}", highlight=False)
+        not_runs = f"; not runs: {tally.not_runs} (named above)" if tally.not_runs else ""
+        run.console.print(
+            f"{tally.accounting()}; traces written: {traces_out}{not_runs}", highlight=False
+        )
     raise click.exceptions.Exit(tally.exit_code())

@@ -15,6 +15,7 @@ the summary and the accounting line short. The exit status is then 128 + the fir
 from __future__ import annotations
 
 import functools
+import re
 import signal
 import time
 from collections.abc import Generator, Iterator, Sequence
@@ -33,6 +34,12 @@ EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2,
 MAX_REJECTIONS_SHOWN = 20
 #: The same problem is shown this many times, then folded into one "… and N more" line.
 SAME_PROBLEM_SHOWN = 3
+# Traces named "not a run" (embedding calls beside the runs of a span file) shown one by one.
+NOT_RUNS_SHOWN = 10
+
+
+# A problem whose path starts at an element of a list: ``[17].run_type: ...``.
+_ELEMENT_PATH = re.compile(r"^\[(\d+)\]")
 
 
 @dataclass
@@ -46,8 +53,17 @@ class Rejection:
     count: int | None = None
 
     def lines(self) -> list[str]:
-        where = self.records[0].where
-        return [f"{where}: {problem}" for problem in self.problems]
+        """Each problem at its record: in a unit of several elements of a list, a problem
+        whose path starts at an element (``[17].run_type``) is located where that element
+        starts, not at the unit's first element."""
+        first = self.records[0].where
+        by_index = {r.index: r.where for r in self.records if r.index is not None}
+        lines = []
+        for problem in self.problems:
+            match = _ELEMENT_PATH.match(problem)
+            where = by_index.get(int(match.group(1)), first) if match else first
+            lines.append(f"{where}: {problem}")
+        return lines
 
     def to_json(self, record: InputRecord) -> dict[str, Any]:
         from ..scoring._run import rejection_entry
@@ -70,6 +86,8 @@ class Tally:
     interrupted: bool = False
     stop_signal: int | None = None  # the signal that stopped the run (None: Ctrl-C in-process)
     stopped_early: bool = False
+    # Things read that are not runs (processed, no trace made): named, never silently nothing.
+    not_runs: int = 0
     started: float = field(default_factory=time.perf_counter)
     _shown: int = 0
     _same: dict[str, int] = field(default_factory=dict)
@@ -92,6 +110,14 @@ class Tally:
         self._show(rejection)
         if self.max_errors is not None and self.rejected >= self.max_errors:
             self.stopped_early = True
+
+    def note_not_runs(self, where: str, notes: Sequence[str]) -> None:
+        """Name what a processed record held that is not a run (``where: note``); past
+        :data:`NOT_RUNS_SHOWN`, only counted (:meth:`print_folded` says how many more)."""
+        for note in notes:
+            if self.not_runs < NOT_RUNS_SHOWN:
+                self._print(f"{where}: {note}")
+            self.not_runs += 1
 
     def _show(self, rejection: Rejection) -> None:
         if self.show_all:  # kp validate: its listing is the result, so nothing is folded
@@ -123,6 +149,8 @@ class Tally:
                     f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
                 )
                 self._print(f"… and {more:,} more records like these ({like}){where}")
+        if self.not_runs > NOT_RUNS_SHOWN:
+            self._print(f"… and {self.not_runs - NOT_RUNS_SHOWN:,} more that are not runs")
         if self._shown > MAX_REJECTIONS_SHOWN:
             hidden = self._shown - MAX_REJECTIONS_SHOWN
             noun = "problem" if hidden == 1 else "problems"
@@ -441,6 +469,10 @@ def read_conversions(
         raise click.BadParameter(str(exc), param_hint="--from") from None
     for conversion in conversions:
         tally.read(conversion.counted)
+        # A reader's units other than Conversions (kp score's workers) may not name them.
+        not_runs = getattr(conversion, "not_runs", ())
+        if not_runs:
+            tally.note_not_runs(conversion.records[0].where, not_runs)
         if not conversion.problems:
             yield conversion
             continue

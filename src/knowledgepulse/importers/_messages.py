@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._objective import preamble_kind
+from ._python_repr import is_message_repr, python_literal, repr_fields
 from ._values import content_text, parse_arguments, stringify
 
 __all__ = [
     "Message",
     "Part",
     "content_parts",
+    "is_chat_message",
     "is_response_object",
     "is_role_pair",
     "is_tool_definition",
@@ -109,16 +111,10 @@ def content_parts(content: Any) -> list[Part]:
                 text = block.get("text")
             if isinstance(text, str):
                 parts.append(Part("reasoning", text))
-        elif kind in ("tool_use", "tool_call", "server_tool_use", "function_call"):
-            raw = block.get("input", block.get("args", block.get("arguments")))
-            parts.append(
-                Part(
-                    "tool_call",
-                    call_id=_opt_str(block.get("id", block.get("call_id"))),
-                    name=_opt_str(block.get("name")),
-                    arguments=parse_arguments(raw, "", lenient=True),
-                )
-            )
+        elif (isinstance(kind, str) and kind in _CALL_BLOCKS) or (
+            kind == "function" and "function" in block
+        ):
+            parts.append(_call_part(block))
         elif kind in ("tool_result", "tool_call_response", "function_call_output"):
             result = block.get("content", block.get("response", block.get("output")))
             parts.append(
@@ -132,6 +128,25 @@ def content_parts(content: Any) -> list[Part]:
                 )
             )
     return parts
+
+
+# Content blocks that are a tool call (Anthropic, LangChain, OTel GenAI, Responses).
+_CALL_BLOCKS = frozenset({"tool_use", "tool_call", "server_tool_use", "function_call"})
+
+
+def _call_part(block: Mapping[str, Any]) -> Part:
+    """A call block as a part; a chat ``tool_calls`` entry written into ``content``
+    (``{"function": {name, arguments}, "id", "type": "function"}``, JetBrains Koog's exports)
+    included."""
+    spec = block.get("function") if block.get("type") == "function" else block
+    spec = spec if isinstance(spec, Mapping) else {}
+    raw = spec.get("input", spec.get("args", spec.get("arguments")))
+    return Part(
+        "tool_call",
+        call_id=_opt_str(block.get("id", block.get("call_id"))),
+        name=_opt_str(spec.get("name")),
+        arguments=parse_arguments(raw, "", lenient=True),
+    )
 
 
 def _opt_str(value: Any) -> str | None:
@@ -149,6 +164,16 @@ def is_role_pair(obj: Any) -> bool:
     )
 
 
+# The fields of a message's pydantic repr that are its chat message.
+_REPR_KEYS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"})
+
+
+def is_chat_message(obj: Any) -> bool:
+    """Whether ``obj`` is a chat message object: a ``role``, a LangChain message ``type``
+    (``ai``, ``AIMessageChunk``, ...) or a serialised LangChain message."""
+    return isinstance(obj, Mapping) and _chat_role(obj)[0] is not None
+
+
 def message_list(value: Any) -> list[Any]:
     """The messages of a ``messages`` value: a list, or the first of a LangChain batch
     (``[[message, ...]]``); a list of role tuples (``[["user", "hi"]]``) is not a batch."""
@@ -164,6 +189,10 @@ def message_from_chat(obj: Any) -> Message | None:
     or a ``(role, content)`` tuple); ``None`` when ``obj`` is not a message. Lenient: odd
     fields are skipped."""
     if isinstance(obj, str):
+        if is_message_repr(obj):
+            # Agno logs its messages as their pydantic repr: read back as the message.
+            fields = repr_fields(obj)
+            return message_from_chat({k: v for k, v in fields.items() if k in _REPR_KEYS})
         return Message("user", [Part("text", obj)])
     if is_role_pair(obj):
         return Message(_ROLE_ALIASES[obj[0].lower()], content_parts(obj[1]))
@@ -183,6 +212,9 @@ def message_from_chat(obj: Any) -> Message | None:
     # An AIMessage may hold a call twice: as a ``tool_use`` content block and in ``tool_calls``.
     seen_ids = {p.call_id for p in parts if p.kind == "tool_call" and p.call_id}
     parts.extend(_listed_tool_calls(data, seen_ids))
+    if role == "tool" and parts and all(p.kind == "tool_call" for p in parts):
+        # The assistant's calls sent back under ``role: "tool"`` (Koog): calls, not results.
+        return Message("assistant", parts)
     if role == "tool":
         parts = _tool_results(data, parts)
     return Message(role, parts)
@@ -200,7 +232,7 @@ def _chat_role(obj: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
         data = data["kwargs"]
     raw_role = data.get("role") or data.get("type")
     if role is None and isinstance(raw_role, str):
-        role = _ROLE_ALIASES.get(raw_role.lower())
+        role = _ROLE_ALIASES.get(raw_role.lower()) or _LANGCHAIN_CLASSES.get(raw_role)
     return role, data
 
 
@@ -340,7 +372,10 @@ def text_from_value(value: Any, *, output: bool = False) -> str | None:
             try:
                 parsed = json.loads(stripped)
             except json.JSONDecodeError:
-                return value or None
+                # A dict's Python repr (BeeAI's output): read as the dict it prints.
+                parsed = python_literal(stripped)
+                if parsed is None:
+                    return value or None
             return text_from_value(parsed, output=output) or value
         return value or None
     if isinstance(value, (list, tuple)):

@@ -46,6 +46,7 @@ __all__ = [
     "TEMPLATES",
     "TEMPLATE_INSTANCE",
     "TEMPLATE_MINI_SWE_AGENT",
+    "TEMPLATE_OPENHANDS",
     "TEMPLATE_PREFIX",
     "TEMPLATE_SWE_AGENT",
     "TEMPLATE_TERMINUS_2",
@@ -97,11 +98,14 @@ TEMPLATE_INSTANCE = "instance_template"
 # SWE-agent's stock prompts: a ``<pr_description>``/``<issue>`` block, an ``ISSUE:`` section.
 TEMPLATE_SWE_AGENT = "swe-agent"
 TEMPLATE_MINI_SWE_AGENT = "mini-swe-agent"  # mini-SWE-agent's stock instance templates
+# OpenHands without function calling: an in-context example, then the task between markers.
+TEMPLATE_OPENHANDS = "openhands"
 TEMPLATES: tuple[str, ...] = (
     TEMPLATE_TERMINUS_2,
     TEMPLATE_INSTANCE,
     TEMPLATE_SWE_AGENT,
     TEMPLATE_MINI_SWE_AGENT,
+    TEMPLATE_OPENHANDS,
 )
 
 # -- templates ------------------------------------------------------------------------------
@@ -112,18 +116,36 @@ _TERMINUS_2_TASK = re.compile(
 )
 
 
+# OpenHands' in-context example (its agent without function calling): the task follows it.
+_OPENHANDS_EXAMPLE_START = "Here's a running example of how to perform a task with the provided"
+_OPENHANDS_TASK = re.compile(
+    r"-{5,} NEW TASK DESCRIPTION -{5,}\n(?P<task>.*?)\n+-{5,} END OF NEW TASK DESCRIPTION -{5,}",
+    re.DOTALL,
+)
+
+
 def task_from_template(text: str) -> tuple[str, str] | None:
     """The task inside a known harness's instruction template, and the template's name.
 
-    Terminus-2 (Harbor, Terminal-Bench): a message starting with "You are an AI assistant
-    tasked with solving command-line tasks" holds the task between ``Task Description:`` and
-    ``Current terminal state:``; the name is ``terminus-2``. ``None`` for any other text.
+    - Terminus-2 (Harbor, Terminal-Bench): a message starting with "You are an AI assistant
+      tasked with solving command-line tasks" holds the task between ``Task Description:``
+      and ``Current terminal state:``; the name is ``terminus-2``;
+    - OpenHands without function calling: a message starting with "Here's a running example
+      of how to perform a task with the provided tools." (an in-context example, some 6,000
+      characters) holds the task between its ``NEW TASK DESCRIPTION`` and ``END OF NEW TASK
+      DESCRIPTION`` marker lines; the name is ``openhands``.
+
+    ``None`` for any other text.
     """
     stripped = text.lstrip()
-    if stripped.startswith(_TERMINUS_2_START):
-        match = _TERMINUS_2_TASK.search(stripped)
-        if match is not None and match.group("task").strip():
-            return match.group("task").strip(), TEMPLATE_TERMINUS_2
+    for start, pattern, name in (
+        (_TERMINUS_2_START, _TERMINUS_2_TASK, TEMPLATE_TERMINUS_2),
+        (_OPENHANDS_EXAMPLE_START, _OPENHANDS_TASK, TEMPLATE_OPENHANDS),
+    ):
+        if stripped.startswith(start):
+            match = pattern.search(stripped)
+            if match is not None and match.group("task").strip():
+                return match.group("task").strip(), name
     return None
 
 
@@ -151,12 +173,17 @@ _CODEX_PREFIXES = (
     "<permissions instructions>",
 )
 
+# OpenHands' system prompt, which some exports (Harbor's traces) write as a user message.
+_OPENHANDS_SYSTEM = "You are OpenHands agent, a helpful AI assistant"
+
 
 def preamble_kind(text: str) -> str | None:
     """What kind of harness preamble ``text`` is, or ``None`` when it may be the task.
 
     - ``codex``: ``AGENTS.md`` instructions (``# AGENTS.md instructions for ...``,
       ``<user_instructions>``) or an ``<environment_context>`` block, as Codex sends them;
+    - ``openhands``: OpenHands' system prompt ("You are OpenHands agent, a helpful AI
+      assistant ..."), sent as a user message in Harbor's traces export;
     - ``instruction``: an instruction about behaviour and nothing else, not a task ("Be
       helpful!", "Be concise and accurate.", "You are a helpful assistant.", "Act as a travel
       agent"): the whole text is one such phrase (at most 200 characters).
@@ -164,6 +191,8 @@ def preamble_kind(text: str) -> str | None:
     stripped = text.strip()
     if stripped.startswith(_CODEX_PREFIXES):
         return "codex"
+    if stripped.startswith(_OPENHANDS_SYSTEM):
+        return "openhands"
     if len(stripped) <= _BEHAVIOUR_MAX and _BEHAVIOUR.match(stripped):
         return "instruction"
     return None

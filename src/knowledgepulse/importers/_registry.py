@@ -34,6 +34,7 @@ __all__ = [
     "format_help",
     "format_names",
     "trace_from_record",
+    "undetected",
 ]
 
 TRACE_FORMAT = "trace"
@@ -173,7 +174,7 @@ def convert(
     if name == AUTO_FORMAT:
         detected = detect_format(record)
         if detected is None:
-            raise ConversionError("", "could not detect the format; name it explicitly")
+            raise ConversionError("", undetected(record))
         name = detected
     if name == TRACE_FORMAT:
         return [trace_from_record(record, options)]
@@ -284,3 +285,83 @@ def _looks_anthropic(messages: list[Any]) -> bool:
         ):
             return True
     return False
+
+
+# The fields each format's records are known by: what the refusal of an undetected record
+# compares the fields it saw with, to name the nearest formats.
+_SIGNATURES: dict[str, frozenset[str]] = {
+    "openai": frozenset({"messages", "role", "content", "tool_calls", "traj", "choices"}),
+    "openai-responses": frozenset({"output", "input", "type", "call_id", "status"}),
+    "anthropic": frozenset({"messages", "system", "role", "content", "stop_reason", "model"}),
+    "otel": frozenset({"resourceSpans", "traceId", "spanId", "attributes", "context", "name"}),
+    "openai-agents": frozenset({"object", "trace_id", "span_data", "workflow_name"}),
+    "langfuse": frozenset({"trace", "observations", "input", "output", "name"}),
+    "langsmith": frozenset({"run_type", "inputs", "outputs", "child_runs", "dotted_order"}),
+    "langsmith-batch": frozenset({"post", "patch"}),
+    "atif": frozenset({"schema_version", "session_id", "agent", "steps"}),
+    "gemini": frozenset({"contents", "candidates", "role", "parts"}),
+    "bedrock": frozenset({"modelId", "messages", "output", "stopReason"}),
+    "claude-code": frozenset({"sessionId", "uuid", "parentUuid", "message", "type"}),
+    "codex": frozenset({"type", "payload", "timestamp"}),
+    "inspect": frozenset({"eval", "samples", "version", "status"}),
+    "swe-agent": frozenset({"trajectory", "history", "info", "replay_config", "environment"}),
+    "mini-swe-agent": frozenset({"messages", "info", "trajectory_format", "instance_id"}),
+    "openhands": frozenset({"history", "instruction", "action", "observation", "source", "id"}),
+    "tau2": frozenset({"simulations", "tasks", "info", "timestamp"}),
+    "harbor-traces": frozenset({"conversations", "episode", "trial_name", "run_id"}),
+}
+_NEAREST = 3
+_KEYS_SHOWN = 8
+
+
+def undetected(record: Any) -> str:
+    """Why auto-detection refused ``record``: what it saw (its shape, the fields of its first
+    object) and the formats whose fields are nearest, so the user knows what to name."""
+    seen = _fields_seen(record)
+    scores = sorted(
+        ((len(seen & fields), name) for name, fields in _SIGNATURES.items() if seen & fields),
+        key=lambda item: (-item[0], item[1]),
+    )
+    nearest = ", ".join(
+        f"{name} ({', '.join(sorted(seen & _SIGNATURES[name]))})" for _, name in scores[:_NEAREST]
+    )
+    message = f"could not detect the format; name it with --from (saw {_shape(record)}"
+    return message + (
+        f"; nearest formats: {nearest})" if nearest else "; no format has these fields)"
+    )
+
+
+def _fields_seen(record: Any) -> set[str]:
+    """The keys of ``record``'s objects: its own, and those of the first object in each of its
+    lists (one level down)."""
+    objects: list[Mapping[str, Any]] = []
+    items = list(record) if isinstance(record, (list, tuple)) else [record]
+    for item in items[:4]:
+        if isinstance(item, Mapping):
+            objects.append(item)
+            for value in item.values():
+                first = _first_of(value)
+                if first:
+                    objects.append(first)
+    return {str(key) for obj in objects for key in obj}
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, Mapping):
+        keys = [str(k) for k in value]
+        shown = ", ".join(keys[:_KEYS_SHOWN]) + (", ..." if len(keys) > _KEYS_SHOWN else "")
+        return f"an object with keys {shown}" if keys else "an empty object"
+    if isinstance(value, (list, tuple)):
+        parts = ", ".join(_shape_short(v) for v in value[:2])
+        more = ", ..." if len(value) > 2 else ""
+        return f"an array of {len(value)}: {parts}{more}" if value else "an empty array"
+    return _shape_short(value)
+
+
+def _shape_short(value: Any) -> str:
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:39] + "…"
+        return f"a string {text!r}"
+    if isinstance(value, (Mapping, list, tuple)):
+        return _shape(value)
+    return json_type_name(value)

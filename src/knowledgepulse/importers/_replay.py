@@ -11,6 +11,7 @@ from ._binary import scrub_text
 from ._builder import RawStep, TraceBuilder
 from ._messages import Message, Part
 from ._objective import preamble_kind
+from ._text_calls import calls_in_text, emit_text_reply
 
 __all__ = ["Replay"]
 
@@ -22,6 +23,9 @@ class Replay:
     assistant message as its output, so the same message shows up again and again. A part is
     emitted only the first time it is seen: tool calls and results by their call id, text by a
     count (an assistant that says "OK" twice in one conversation keeps both).
+
+    An assistant text that writes calls in a known convention (:mod:`._text_calls`: BeeAI's
+    ReAct log, ``<tool_call>`` blocks, ...) is those thoughts, calls and outputs.
 
     User messages are replayed the same way, each once: the first is the objective, later ones
     user observations (see :meth:`TraceBuilder.user_message`), so a user's answer mid-task is
@@ -94,6 +98,11 @@ class Replay:
         builder.user_message(text)
 
     def _emit(self, part: Part) -> RawStep | None:
+        if part.kind == "text" and part.text:
+            # Calls the agent wrote as text (a ReAct log, <tool_call> blocks) are calls.
+            reply = calls_in_text(part.text)
+            if reply is not None:
+                return emit_text_reply(self.builder, reply)
         if part.kind in ("text", "reasoning"):
             return self.builder.thought(part.text)
         if part.kind == "tool_call":
@@ -131,6 +140,10 @@ class Replay:
             call.latency_ms = latency_ms
         self.builder.observation(result, call_id=call_id, tool=name, failed=failed)
         self._emitted[_fingerprint(Part("tool_result", text=result or "", call_id=call_id))] += 1
+        if call_id:
+            # A later request may send the result back without its call id (Koog's tool
+            # messages): the same text is the same result.
+            self._emitted[_fingerprint(Part("tool_result", text=result or ""))] += 1
 
 
 def _fingerprint(part: Part, role: str = "assistant") -> tuple[Any, ...]:

@@ -21,7 +21,7 @@ Problem paths start at the record. In a unit of several records they start at th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +33,16 @@ from ._langsmith_batch import merge_batches
 from ._options import ImportOptions
 from ._otel_spans import Span
 from ._otlp import PlainLog
-from ._registry import AUTO_FORMAT, TRACE_FORMAT, convert, detect_format, format_names
+from ._registry import (
+    AUTO_FORMAT,
+    TRACE_FORMAT,
+    convert,
+    detect_format,
+    format_names,
+    undetected,
+)
 from ._runs import is_one_run
-from ._values import ConversionError, at
+from ._values import ConversionError, NotARun, at
 from .langsmith import convert_tree, plant_trees
 from .openai import is_responses_items
 from .openai_agents import convert_agents_trace, gather_agents_traces
@@ -63,6 +70,9 @@ class Conversion:
     with spans of several traces, say): those are kept, the record still counts as rejected.
     ``format``: the format used, after detection (the one asked for when none was found).
     ``one_run``: the records are the events of one run, counted once (:attr:`counted`).
+    ``not_runs``: ``"path: why"`` for each thing the records hold that is not a run (a trace
+    of embedding calls beside the runs of a span file): not a problem, no trace made; named so
+    that nothing read is silently nothing.
     """
 
     records: list[InputRecord]
@@ -71,6 +81,7 @@ class Conversion:
     format: str
     # The records are the events of one run (a conversation's messages, one trace's spans).
     one_run: bool = False
+    not_runs: tuple[str, ...] = ()
 
     @property
     def rejected(self) -> bool:
@@ -112,6 +123,7 @@ class _Unit:
     positions: list[int] = field(default_factory=list)
     traces: list[ReasoningTrace] = field(default_factory=list)
     errors: list[ConversionError] = field(default_factory=list)
+    not_runs: list[NotARun] = field(default_factory=list)
 
 
 class _Stream:
@@ -230,7 +242,7 @@ class _Stream:
 
     def _convert(self, records: list[InputRecord], data: Any, name: str | None) -> Conversion:
         if name is None:
-            problem = "could not detect the format; name it explicitly"
+            problem = undetected(data)
             return Conversion(records, [], [problem], self.fmt)
         try:
             traces = convert(name, data, self.options)
@@ -282,7 +294,14 @@ class _Stream:
                 problems = self._hinted(problems, [m.data for m in members], name)
             if name in FILE_FORMATS:
                 members = [_run_record(members)]
-            yield Conversion(members, unit.traces, problems, name, one_run=is_one_run(members))
+            yield Conversion(
+                members,
+                unit.traces,
+                problems,
+                name,
+                one_run=is_one_run(members),
+                not_runs=tuple(_render(unit.not_runs, members)),
+            )
 
     def _file_unit(self, name: str, records: list[InputRecord], positions: list[int]) -> _Unit:
         """The records of a run written as many records (a session file's lines): one unit."""
@@ -320,6 +339,8 @@ class _Stream:
             try:
                 options = trace_options(self.options, otel_id, len(groups))
                 unit.traces.append(convert_trace(otel_id, group, options))
+            except NotARun as exc:
+                unit.not_runs.append(exc)
             except ConversionError as exc:
                 unit.errors.append(exc)
         return units.all()
@@ -474,7 +495,7 @@ def _prefix(record: InputRecord) -> str:
     return f"[{record.index}]" if record.index is not None else f"line {record.line}: "
 
 
-def _render(errors: list[ConversionError], records: list[InputRecord]) -> list[str]:
+def _render(errors: Sequence[ConversionError], records: list[InputRecord]) -> list[str]:
     """Each problem as ``path: message``; with one record, the path starts at that record."""
     prefix = _prefix(records[0]) if len(records) == 1 else None
     out = []

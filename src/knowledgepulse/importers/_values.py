@@ -78,6 +78,13 @@ class ConversionError(KnowledgePulseError, ValueError):
         return cls(first.path, first.reason, problems=[p for e in errors for p in e.problems])
 
 
+class NotARun(ConversionError):
+    """A source trace that is not an agent run (a trace of embedding calls or of a workflow
+    being built, in a span file beside the runs): nothing is wrong with it, it holds no run.
+    Readers of a whole file count it and name it (:attr:`~._stream.Conversion.not_runs`)
+    instead of rejecting it; alone, it is an error like any other."""
+
+
 def at(path: str, key: str | int) -> str:
     """``at("traj", 3)`` -> ``traj[3]``; ``at("traj[3]", "content")`` -> ``traj[3].content``.
 

@@ -7,7 +7,12 @@ Per step, in list order:
 - ``source: system`` — the system prompt is not a step; its ``observation`` results (system
   operations, ATIF ≥ 1.2) → observation;
 - ``source: agent`` — ``reasoning_content`` → thought, then ``message`` → thought (blank skipped),
-  then each ``tool_calls[]{tool_call_id, function_name, arguments}`` → tool_call, then each
+  then each ``tool_calls[]{tool_call_id, function_name, arguments}`` → tool_call; a step
+  without ``tool_calls`` whose message writes calls as text (OpenHands' ``<function=...>`` and
+  ``<tool_call>`` blocks, Terminus-2's JSON replies; :mod:`._text_calls`, as
+  ``harbor-traces`` reads them) → those thoughts and tool_calls, a result without
+  ``source_call_id`` answering the call before it (a reply the harness answered with a parse
+  error ran nothing and stays a thought); then each
   ``observation.results[]{source_call_id, content}`` → observation (tool from the call whose
   ``tool_call_id`` matches; a result with ``subagent_trajectory_ref`` and no content reads
   ``subagent <id>``; a non-standard ``is_error: true`` marks it failed). Content parts (ATIF
@@ -36,7 +41,9 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._binary import scrub_value
 from ._builder import TraceBuilder
+from ._failures import failure_marker
 from ._options import ImportOptions, resolve_options
+from ._text_calls import calls_in_text, emit_text_reply
 from ._values import (
     ConversionError,
     at,
@@ -191,8 +198,16 @@ class _Reader:
                     expect_str(reasoning, at(where, "reasoning_content"), allow_empty=True),
                     source=source,
                 )
-            builder.thought(message, source=source)
             calls = step.get("tool_calls")
+            # A reply the harness could not parse ran nothing: its text stays a thought.
+            refused = _parse_error_answers(step.get("observation"))
+            written = None if calls or refused else calls_in_text(message)
+            if written is not None:
+                # Calls the agent wrote as text (OpenHands without function calling,
+                # Terminus-2's JSON replies): read as harbor-traces reads them.
+                emit_text_reply(builder, written, source=source)
+            else:
+                builder.thought(message, source=source)
             calls_path = at(where, "tool_calls")
             for index, raw in enumerate(expect_list(calls, calls_path) if calls else []):
                 call_path = at(calls_path, index)
@@ -207,6 +222,14 @@ class _Reader:
         observation = step.get("observation")
         if observation is not None:
             self._observation(observation, at(where, "observation"), source)
+
+    def _open_call(self) -> str | None:
+        """The tool of the last call if no result answered it yet: a result without a
+        ``source_call_id`` answers the call written as text before it."""
+        for step in reversed(self.builder.steps):
+            if step.type == "tool_call":
+                return None if step.answered or step.call_id else step.tool
+        return None
 
     def _observation(self, observation: Any, obs_path: str, source: str | None) -> None:
         results = expect_dict(observation, obs_path).get("results")
@@ -225,9 +248,11 @@ class _Reader:
             else:
                 text = _message_text(content, at(result_path, "content"), result=True)
             call_id = result.get("source_call_id")
+            call_id = call_id if isinstance(call_id, str) else None
             self.builder.observation(
                 text,
-                call_id=call_id if isinstance(call_id, str) else None,
+                call_id=call_id,
+                tool=None if call_id or refs else self._open_call(),
                 failed=result.get("is_error") is True,
                 source=source,
             )
@@ -235,6 +260,17 @@ class _Reader:
                 ident = ref.get("trajectory_id") if isinstance(ref, Mapping) else None
                 if isinstance(ident, str) and ident in self.subagents and ident not in self.read:
                     self._subagent(ident, *self.subagents[ident])
+
+
+def _parse_error_answers(observation: Any) -> bool:
+    """Whether a step's observation is the harness saying it could not parse the reply."""
+    results = observation.get("results") if isinstance(observation, Mapping) else None
+    return any(
+        isinstance(result, Mapping)
+        and isinstance(result.get("content"), str)
+        and failure_marker(result["content"]) == "parse_error"
+        for result in (results if isinstance(results, list) else [])
+    )
 
 
 def _ref_name(ref: Mapping[str, Any]) -> str:

@@ -138,8 +138,33 @@ def codex_traces(entries: list[Entry], options: ImportOptions) -> list[Reasoning
         builder.info["context"] = context
     if errors:
         builder.info["errors"] = errors
+    builder.no_steps_reason = _no_agent_turn(builder, lines, typed)
     default_objective(builder, f"Codex session {builder.source_id}", FROM_SOURCE_ID)
     return [builder.build([data for data, _ in entries], options)]
+
+
+def _no_agent_turn(
+    builder: TraceBuilder,
+    lines: list[tuple[dict[str, Any], str, Mapping[str, Any]]],
+    typed: list[Mapping[str, Any]],
+) -> str:
+    """Why a rollout has no step: what it does hold (a rollout cut after the user's message,
+    or a session closed before the model answered)."""
+    users = len(typed) or sum(
+        1
+        for line, _, payload in lines
+        if line.get("type") == "response_item" and payload.get("role") == "user"
+    )
+    contexts = sum(1 for line, _, _ in lines if line.get("type") == "turn_context")
+    session = f" (session {builder.source_id})" if builder.source_id else ""
+    held = [f"{users} user message" + ("" if users == 1 else "s")]
+    if contexts:
+        held.append(f"{contexts} turn context" + ("" if contexts == 1 else "s"))
+    return (
+        f"a Codex rollout{session} with no agent turn: its session header, "
+        f"{' and '.join(held)} only (the session ended, or the file was cut, before the "
+        "model answered)"
+    )
 
 
 def _rollout_lines(entries: list[Entry]) -> list[tuple[dict[str, Any], str, Mapping[str, Any]]]:

@@ -6,16 +6,20 @@ episode, run_id, trial_name, result, instruction?}``. An episode's conversation 
 turn up to that agent turn, so exporting all episodes gives each trial's run several times,
 each a prefix of the next: export with ``--episodes last`` for one row per trial.
 
-- ``system`` messages are dropped; ``assistant`` messages: a ``<think>`` block → thought; a
-  Terminus JSON reply ``{analysis, plan, commands, task_complete}`` → thought (analysis and
-  plan), then one tool_call ``terminal`` per command (``input = {keystrokes, duration}``);
-  any other reply → thought;
+- ``system`` messages are dropped; ``assistant`` messages: a ``<think>`` block → thought; the
+  calls written as text (:mod:`._text_calls`: a Terminus JSON reply ``{analysis, plan,
+  commands, task_complete}`` → thought (analysis and plan), then one tool_call ``terminal``
+  per command (``input = {keystrokes, duration}``); OpenHands' ``<tool_call>{...}</tool_call>``
+  and ``<function=...>`` blocks → tool_calls, the text around them → thought); any other
+  reply → thought; a reply the harness answered with ``Previous response had parsing
+  errors`` ran nothing: its thoughts only;
 - ``user`` messages after the first are the harness speaking (terminal output), never user
   turns: an observation of the last command; ``Previous response had parsing errors`` → a
   failed observation marked ``"source": "harness"``;
 - objective: the row's ``instruction`` when exported (``instruction``), else the task inside
   the first user message's Terminus template (``Task Description:`` up to ``Current terminal
-  state:``), else that whole message;
+  state:``), else that whole message; a harness preamble before it (OpenHands' system prompt,
+  written as a user message) is skipped and kept in ``kp_import.objective_context``;
 - ``result``: a reward (``"1.0"``) → ``kp_import.reward``, ≥ 1 → success; an exception name →
   failure (``kp_import.exception``); id ``<run_id>:<trial_name>:<episode>``; ``date`` →
   ``created_at``; ``agent`` → ``metadata.agent_id``; ``model``, ``model_provider``, ``task``,
@@ -25,7 +29,6 @@ each a prefix of the next: export with ``--episodes last`` for one row per trial
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -34,15 +37,17 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._entries import default_objective
-from ._harness_text import list_of, starts_with_any
+from ._harness_text import starts_with_any
 from ._objective import (
     FROM_TASK_DEFINITION,
     FROM_TASK_FIELD,
     FROM_USER_MESSAGE,
     TEMPLATE_PREFIX,
     TEMPLATE_TERMINUS_2,
+    preamble_kind,
 )
 from ._options import ImportOptions, resolve_options
+from ._text_calls import calls_in_text, emit_text_reply
 from ._values import (
     ConversionError,
     at,
@@ -103,12 +108,16 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
         builder.objective, builder.objective_from = instruction.strip(), FROM_TASK_FIELD
     where = at(path, "conversations")
     first_user = True
-    for index, raw_message in enumerate(expect_list(row.get("conversations"), where)):
+    conversation = expect_list(row.get("conversations"), where)
+    for index, raw_message in enumerate(conversation):
         message_path = at(where, index)
         message = expect_dict(raw_message, message_path)
         role = expect_str(message.get("role"), at(message_path, "role"))
         text = content_text(message.get("content"))
-        if role == "user" and first_user:
+        if role == "user" and first_user and builder.objective is None and preamble_kind(text):
+            # OpenHands' system prompt sent as the first user message: kept, not the task.
+            builder.objective_context.append(text)
+        elif role == "user" and first_user:
             first_user = False
             if builder.objective is None:
                 match = _TASK.search(text)
@@ -125,7 +134,7 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
             else:
                 builder.observation(text, tool=_open_call(builder))
         elif role == "assistant":
-            _read_reply(builder, text)
+            _read_reply(builder, text, refused=_parse_error_follows(conversation, index))
     default_objective(
         builder, row.get("task") if isinstance(row.get("task"), str) else None, FROM_TASK_DEFINITION
     )
@@ -142,35 +151,30 @@ def _open_call(builder: TraceBuilder) -> str | None:
     return None
 
 
-def _read_reply(builder: TraceBuilder, text: str) -> None:
-    think = _THINK.match(text)
-    if think:
-        builder.thought(think.group(1))
-        text = text[think.end() :]
-    reply = _terminus_json(text)
+def _parse_error_follows(conversation: list[Any], index: int) -> bool:
+    """Whether the harness answered the reply at ``index`` with a parse error."""
+    after = conversation[index + 1] if index + 1 < len(conversation) else None
+    if not isinstance(after, Mapping) or after.get("role") != "user":
+        return False
+    return starts_with_any(content_text(after.get("content")), _PARSING_ERRORS)
+
+
+def _read_reply(builder: TraceBuilder, text: str, *, refused: bool = False) -> None:
+    """An assistant reply: the calls it writes as text (Terminus JSON, OpenHands'
+    ``<tool_call>`` blocks, ...; :mod:`._text_calls`) and its thoughts. A reply the harness
+    could not parse (``refused``) ran nothing: its thoughts are kept, its commands are not
+    calls."""
+    reply = calls_in_text(text)
+    if reply is not None and refused:
+        reply.items = [item for item in reply.items if isinstance(item, str)] or [text]
     if reply is None:
+        think = _THINK.match(text)
+        if think:
+            builder.thought(think.group(1))
+            text = text[think.end() :]
         builder.thought(text)
         return
-    for key in ("analysis", "plan"):
-        if isinstance(reply.get(key), str):
-            builder.thought(reply[key])
-    for command in list_of(reply.get("commands")):
-        if isinstance(command, Mapping):
-            builder.tool_call("terminal", dict(command))
-
-
-def _terminus_json(text: str) -> Mapping[str, Any] | None:
-    """The JSON object of a Terminus reply (possibly after some words), or ``None``."""
-    start = text.find("{")
-    if start == -1:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError:
-        return None
-    if isinstance(value, Mapping) and ("commands" in value or "analysis" in value):
-        return value
-    return None
+    emit_text_reply(builder, reply)
 
 
 def _read_result(builder: TraceBuilder, result: Any) -> None:

@@ -16,8 +16,13 @@ One trace per sample and epoch (id ``<task_id>:sample-<id>:epoch-<n>``).
 - success: the first scorer's value (``C`` correct → success, ``I``/``N``/``P`` → failure,
   a number ≥ 1 or ``true`` → success); every score → ``kp_import.scores``; a sample
   ``error`` → failure, its message a failed observation (a crashed sample is still a run);
-- ground truth: the sample's ``target`` → ``metadata.ground_truth.target`` (with the sample's
-  ``metadata``, when it has any);
+- ground truth: the sample's ``target`` → ``metadata.ground_truth.target``, its multiple-choice
+  ``choices`` → ``metadata.ground_truth.choices`` (with the sample's ``metadata``, when it has
+  any); the choices are also added to the objective as the ``multiple_choice`` solver shows
+  them (``A) …``), without which an answer ``ANSWER: C`` names nothing;
+- a log that did not run to its end (``status`` ``cancelled`` or ``error``):
+  ``kp_import.log_status`` (and ``log_error``) on each of its samples' traces; a sample never
+  scored → success false; a log without samples is rejected saying it was cancelled;
 - ``eval.task``, ``eval.model`` → ``kp_import.task``, ``kp_import.model``; time: the sample's
   ``started_at``, else the log's ``eval.created``;
 - dropped: ``events`` (the same conversation, event by event), ``output`` (the last assistant
@@ -65,6 +70,8 @@ __all__ = [
 
 FORMAT = "inspect"
 _CORRECT, _INCORRECT = "C", "I"
+# Log statuses of an eval that did not run to its end.
+_UNFINISHED = frozenset({"cancelled", "error"})
 
 
 def is_inspect_log(record: Any) -> bool:
@@ -105,9 +112,13 @@ def inspect_runs(
         raise ConversionError("eval", "expected an Inspect AI log (no 'eval' object)")
     samples = expect_list(log.get("samples") or [], "samples")
     if not samples:
-        raise ConversionError(
-            "samples", "the log holds no samples (a log written without them has only its header)"
+        status = log.get("status")
+        why = (
+            f"the eval was {'cancelled' if status == 'cancelled' else 'stopped'}: status {status!r}"
+            if isinstance(status, str) and status in _UNFINISHED
+            else "a log written without them has only its header"
         )
+        raise ConversionError("samples", f"the log holds no samples ({why})")
     return [
         (sample, partial(inspect_sample_trace, log, sample, at("samples", index), options))
         for index, sample in enumerate(samples)
@@ -150,9 +161,21 @@ def inspect_sample_trace(
         builder.success = False
         builder.info["error"] = message
     _read_scores(builder, sample.get("scores"))
+    _read_log_status(builder, log, sample)
+    choices = _choices(sample.get("choices"))
+    if choices and builder.objective is not None and builder.objective_from == FROM_TASK_FIELD:
+        # The options as Inspect's multiple_choice solver shows them: without them an answer
+        # ("ANSWER: C") names nothing.
+        options_text = "\n".join(f"{chr(ord('A') + n)}) {c}" for n, c in enumerate(choices))
+        if options_text not in builder.objective:
+            builder.objective = f"{builder.objective}\n\n{options_text}"
     target = sample.get("target")
+    truth: dict[str, Any] = {}
     if target not in (None, "", []):
-        truth: dict[str, Any] = {"target": target}
+        truth["target"] = target
+    if choices:
+        truth["choices"] = choices
+    if truth:
         if isinstance(sample.get("metadata"), Mapping) and sample["metadata"]:
             truth["metadata"] = dict(sample["metadata"])
         builder.ground_truth = truth
@@ -161,6 +184,30 @@ def inspect_sample_trace(
         return builder.build(sample, options)
     except ConversionError as exc:
         raise exc.under(path) from None
+
+
+def _read_log_status(
+    builder: TraceBuilder, log: Mapping[str, Any], sample: Mapping[str, Any]
+) -> None:
+    """A log that did not run to its end (``status`` ``cancelled`` or ``error``): its status
+    and error → ``kp_import.log_status``, ``kp_import.log_error``; a sample of it that was
+    never scored did not finish: success false."""
+    status = log.get("status")
+    if not isinstance(status, str) or status not in _UNFINISHED:
+        return
+    builder.info["log_status"] = status
+    log_error = log.get("error")
+    if log_error:
+        builder.info["log_error"] = stringify(mapping(log_error).get("message") or log_error)
+    if not sample.get("scores") and builder.success is None:
+        builder.success = False
+
+
+def _choices(value: Any) -> list[str]:
+    """A multiple-choice sample's options (text each), or none."""
+    if isinstance(value, list) and value and all(isinstance(c, str) for c in value):
+        return list(value)
+    return []
 
 
 def _input_text(value: Any) -> str | None:

@@ -7,11 +7,16 @@ Observations are ordered by ``startTime`` and read by ``type``; generation messa
 chat messages, OTel GenAI messages with ``parts``, Responses API objects and items, or Gemini
 contents (Google ADK; see ``_messages`` below); LangChain tool definitions logged as ``role: "tool"`` are left out:
 
-- ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text) and ``output``
-  (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event, or text)
+- ``GENERATION``: ``input`` (chat messages, ``{"messages": [...]}`` or text; a message
+  logged as its pydantic repr, ``role='user' content=...``, as Agno does, is read back) and
+  ``output`` (an assistant message, a list of them, a chat choice or ``gen_ai.choice`` event,
+  a whole ``chat.completion``, a LangChain message such as an ``AIMessageChunk``, or text)
   → thoughts, tool calls and tool results, each once; ``model`` → ``kp_import.model``;
-  ``level: ERROR`` → a failed observation of ``statusMessage``;
-- ``TOOL``, ``RETRIEVER``: tool_call ``name`` with ``input`` (unless a generation already
+  ``level: ERROR`` → a failed observation of ``statusMessage``; a generation right under a
+  generation that logged the call is the same call seen twice (Agno) and is not read again;
+- ``TOOL``, ``RETRIEVER``, and a ``SPAN`` whose span names its tool (``gen_ai.tool.name``:
+  Koog's ``tool.<name>`` spans; OpenInference ``tool.name`` with span kind ``TOOL``: Agno's):
+  tool_call ``name`` with ``input`` (unless a generation already
   holds the call), then an observation of ``output``; ``level: ERROR`` → failed, with
   ``statusMessage`` as the text when there is no output. Observations ingested over OTel are
   named after their span (``execute_tool <tool>``, Pydantic AI's ``running tool: <tool>``):
@@ -50,6 +55,7 @@ from ._genai_parts import semconv_messages
 from ._messages import (
     Message,
     Part,
+    is_chat_message,
     is_response_object,
     is_tool_definition,
     message_from_chat,
@@ -161,8 +167,27 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
     builder.agent_id = _agent_name(observations, by_id)
     replay = Replay(builder)
     for observation in observations:
-        _step(replay, observation, failed_under)
+        if not _inner_generation(observation, by_id):
+            _step(replay, observation, failed_under)
     return builder.build(trace, options)
+
+
+def _inner_generation(
+    observation: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]
+) -> bool:
+    """Whether a generation is one model call seen twice: a ``GENERATION`` right under a
+    ``GENERATION`` that logged the call (Agno's ``OpenAIChat.invoke`` holds the OpenAI
+    instrumentation's ``chat gpt-4o-mini``, whose input is the prompt flattened to text and
+    whose first output is empty). The outer one is read; the inner adds nothing but noise."""
+    if str(observation.get("type", "")).upper() != "GENERATION":
+        return False
+    parent = by_id.get(str(observation.get("parentObservationId")))
+    return (
+        parent is not None
+        and str(parent.get("type", "")).upper() == "GENERATION"
+        and parent.get("output") not in (None, "", [], {})
+        and not _is_error(observation)
+    )
 
 
 def _agent_name(
@@ -322,12 +347,12 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
         replay.llm_call(inputs, outputs, latency_ms=latency, error=error)
         if isinstance(observation.get("model"), str) and observation["model"]:
             builder.info.setdefault("model", observation["model"])
-    elif kind in _TOOLS:
+    elif kind in _TOOLS or _names_a_tool(observation):
         attributes = _span_attributes(observation)
         if output in (None, {}, []):
             output = _tool_result_attribute(attributes)
         text = stringify(output) if output is not None else (message if failed else None)
-        tool_name = attributes.get("gen_ai.tool.name")
+        tool_name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
         if not isinstance(tool_name, str) or not tool_name:
             tool_name = _tool_name(name) or kind.lower()
         call_id = attributes.get("gen_ai.tool.call.id")
@@ -349,6 +374,20 @@ def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -
         builder.observation(message or stringify(output) or "error", failed=True)
 
 
+def _names_a_tool(observation: Mapping[str, Any]) -> bool:
+    """Whether a ``SPAN`` is a tool's run: its span names the tool (``gen_ai.tool.name``, as
+    Koog's ``tool.<name>`` spans do; OpenInference's ``tool.name``, as Agno's do). A span of
+    tool events that names no tool (BeeAI's ``tool.*.start``/``finish``) is not."""
+    attributes = _span_attributes(observation)
+    name = attributes.get("gen_ai.tool.name") or attributes.get("tool.name")
+    return (
+        str(observation.get("type", "")).upper() == "SPAN"
+        and isinstance(name, str)
+        and bool(name)
+        and str(attributes.get("openinference.span.kind", "TOOL")).upper() == "TOOL"
+    )
+
+
 def _messages(value: Any, role: str) -> list[Message]:
     """Chat messages in a generation's input or output; bare text has ``role``.
 
@@ -360,6 +399,9 @@ def _messages(value: Any, role: str) -> list[Message]:
     gemini = _gemini_messages(value)
     if gemini is not None:
         return gemini
+    if _is_completion(value):
+        # A whole ``chat.completion`` object (Agno's generation output): its first choice.
+        value = value["choices"][0]
     if _is_choice(value):
         # A chat choice, or the GenAI `gen_ai.choice` event Pydantic AI 0.2 logs as the output:
         # {"index": 0, "message": {"role": "assistant", ...}, "event.name": "gen_ai.choice"}.
@@ -369,7 +411,8 @@ def _messages(value: Any, role: str) -> list[Message]:
     if isinstance(value, str):
         value = [{"role": role, "content": value}]
     elif isinstance(value, Mapping):
-        value = [value if "role" in value else {"role": role, "content": stringify(value)}]
+        chat = "role" in value or is_chat_message(value)
+        value = [value if chat else {"role": role, "content": stringify(value)}]
     if not isinstance(value, list):
         return []
     if is_responses_items(value):
@@ -406,6 +449,16 @@ def _item_messages(item: Any) -> list[Message]:
     return [] if message is None else [message]
 
 
+def _is_completion(value: Any) -> bool:
+    choices = value.get("choices") if isinstance(value, Mapping) else None
+    return (
+        isinstance(choices, list)
+        and bool(choices)
+        and isinstance(choices[0], Mapping)
+        and isinstance(choices[0].get("message"), Mapping)
+    )
+
+
 def _is_choice(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
@@ -419,7 +472,8 @@ def _is_choice(value: Any) -> bool:
 def _gemini_contents(value: Any) -> list[Mapping[str, Any]] | None:
     """The Gemini contents in a generation's input or output, or ``None`` when it holds none.
 
-    Read: a request (``{"model", "config", "contents": [...]}``), a response with
+    Read: a request (``{"model", "config", "contents": [...]}``, or ``contents`` as one text,
+    as google-genai takes it), a response with
     ``candidates``, an ADK ``LlmResponse`` or event (``{"content": {...}, ...}``), one content
     (``{"role", "parts"}`` whose parts have no ``type``) or a list of contents.
     """
@@ -427,6 +481,9 @@ def _gemini_contents(value: Any) -> list[Mapping[str, Any]] | None:
     if isinstance(value, Mapping):
         if isinstance(value.get("contents"), list):
             items = value["contents"]
+        elif isinstance(value.get("contents"), str) and "model" in value:
+            # google-genai's ``generate_content(model=..., contents="text")``: one user text.
+            items = [{"role": "user", "parts": [{"text": value["contents"]}]}]
         elif isinstance(value.get("candidates"), list) and value["candidates"]:
             first = value["candidates"][0]
             items = [first.get("content")] if isinstance(first, Mapping) else []

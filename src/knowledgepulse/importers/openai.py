@@ -10,7 +10,11 @@ Chat Completions (``role`` messages):
 - ``tool`` (matched to its call by ``tool_call_id``; ``error: true``, as tau2-bench writes it,
   marks it failed) and legacy ``function`` → observation;
 - the first ``user`` message → ``task.objective``; later ``user`` messages → observation
-  steps marked ``"source": "user"``; ``system``/``developer`` messages are not steps.
+  steps marked ``"source": "user"``; ``system``/``developer`` messages are not steps;
+- a message holding an Anthropic block (``tool_use``, ``tool_result``, ``thinking``, ...)
+  is refused with ``use --from anthropic``: read as OpenAI content it would vanish; a
+  mini-SWE-agent trajectory (the object, or its bare message list) with ``use --from
+  mini-swe-agent``: its commands are fenced in the text, not calls.
 
 Responses API items: ``reasoning`` (summary and content text) → thought; ``message`` (assistant
 ``output_text``/``refusal``) → thought, a user message → objective (later ones → user
@@ -52,9 +56,24 @@ from ._values import (
     parse_timestamp,
     stringify,
 )
+from .swe_agent import is_mini_swe_agent
 
 __all__ = ["from_openai", "is_record_list", "is_responses_items"]
 
+# Content blocks only Anthropic's Messages API writes (OpenAI parts are text, images, audio,
+# files and refusals).
+_ANTHROPIC_BLOCKS = frozenset(
+    {
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+    }
+)
 _RESPONSES_TYPES = frozenset(
     {"reasoning", "function_call", "function_call_output", "custom_tool_call", "mcp_call"}
 )
@@ -95,6 +114,15 @@ def is_record_list(value: Any) -> bool:
 
 
 def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTrace:
+    if is_mini_swe_agent(record):
+        # Chat messages too, but its commands are fenced in the text: read as chat they would
+        # be thoughts, and the run's calls lost.
+        raise ConversionError(
+            path,
+            "a mini-SWE-agent trajectory (its commands are fenced in the assistant text, "
+            "which OpenAI messages do not read as calls); it looks like mini-swe-agent: use "
+            "--from mini-swe-agent",
+        )
     if isinstance(record, (list, tuple)):
         if is_responses_items(record):
             builder = TraceBuilder("openai-responses")
@@ -219,6 +247,7 @@ def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> Non
         where = at(path, index)
         message = expect_dict(raw, where)
         role = expect_str(message.get("role"), at(where, "role"))
+        _refuse_anthropic_blocks(message.get("content"), at(where, "content"))
         if role in ("system", "developer"):
             continue
         if role == "user":
@@ -244,6 +273,22 @@ def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> Non
                 at(where, "role"),
                 "expected one of 'system', 'developer', 'user', 'assistant', 'tool', "
                 f"'function' (got {role!r})",
+            )
+
+
+def _refuse_anthropic_blocks(content: Any, path: str) -> None:
+    """Anthropic's tool and thinking blocks have no text part: read as OpenAI content they
+    would vanish (the calls, their results, the recovery after a failed one), so a message
+    holding one is refused, saying which format reads it."""
+    if not isinstance(content, (list, tuple)):
+        return
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if isinstance(kind, str) and kind in _ANTHROPIC_BLOCKS:
+            raise ConversionError(
+                at(at(path, index), "type"),
+                f"{kind!r} is an Anthropic content block, which OpenAI messages do not hold; "
+                "it looks like anthropic: use --from anthropic",
             )
 
 

@@ -1,7 +1,12 @@
 """OpenHands trajectories (the event list ``save_trajectory_path`` writes, or an evaluation
 output line ``{instance_id, instruction, history: [...]}``) → ReasoningTrace.
 
-A trajectory (its list of events) is one run: one trace.
+A trajectory (its list of events) is one run: one trace. So is each line of an evaluation
+output and of the resolver's output (``{issue, instruction, history, success, ...}``: the
+issue's title and body → objective, ``owner/repo#number`` → id, ``success`` → success,
+``result_explanation`` and ``git_patch`` → ``kp_import``; its events, in OpenHands' older
+serialisation without ``id`` and ``source``, are read as today's: an observation answers the
+action before it).
 
 - ``action: "message"`` from the ``user`` → user message (the first is the objective, unless
   an evaluation line's ``instruction`` gives it: ``kp_import.objective_from``); from the
@@ -11,7 +16,12 @@ A trajectory (its list of events) is one run: one trace.
   ``tool_call_metadata.function_name`` (else the action) whose input is the model's call
   arguments (from ``tool_call_metadata.model_response``), else the action's ``args`` (its
   ``thought`` and bookkeeping fields left out); ``think`` → thought; ``finish`` → thought
-  (``args.final_thought`` or ``message``; also the result summary);
+  (``args.final_thought`` or ``message``; also the result summary), ``task_completed`` →
+  ``kp_import.task_completed`` (``false`` and ``partial`` → success false);
+- the model: an evaluation line's ``metadata.llm_config.model``, else the first
+  ``tool_call_metadata.model_response.model`` → ``kp_import.model``; an evaluation line's
+  ``metrics.accumulated_token_usage`` → ``kp_import.token_usage``, ``accumulated_cost`` →
+  ``kp_import.cost``;
 - observations → observation matched by ``tool_call_metadata.tool_call_id`` (else to the
   action named by ``cause``), content from ``content`` (else ``message``);
   ``observation: "error"``, ``user_rejected``, and a non-zero ``extras.exit_code`` /
@@ -64,6 +74,12 @@ _NOT_INPUT = frozenset(
         "wait_for_response",
         "image_urls",
         "file_urls",
+        # older serialisations (the resolver's output)
+        "keep_prompt",
+        "is_confirmed",
+        "action_risk",
+        "images_urls",
+        "kernel_init_code",
     }
 )
 
@@ -80,11 +96,58 @@ def is_openhands_event(record: Any) -> bool:
 
 
 def is_openhands_output(record: Any) -> bool:
-    """Whether a record is an OpenHands evaluation output line (``history`` of events)."""
+    """Whether a record is an OpenHands evaluation output line (``history`` of events) or a
+    resolver output line (``{issue, instruction, history, success, ...}``, its events in the
+    older serialisation without ``id`` and ``source``)."""
     if not isinstance(record, Mapping) or not isinstance(record.get("history"), list):
         return False
     events = [e for e in record["history"][:3] if isinstance(e, Mapping)]
-    return bool(events) and all(is_openhands_event(e) for e in events)
+    legacy_ok = "instruction" in record or isinstance(record.get("issue"), Mapping)
+    return bool(events) and all(
+        is_openhands_event(e) or (legacy_ok and _is_legacy_event(e)) for e in events
+    )
+
+
+def _is_legacy_event(event: Mapping[str, Any]) -> bool:
+    """An event of OpenHands' older serialisation (the resolver's output): ``action`` or
+    ``observation`` with its fields beside it, no ``id`` or ``source``."""
+    return "source" not in event and (
+        isinstance(event.get("action"), str) or isinstance(event.get("observation"), str)
+    )
+
+
+def _modern(events: list[Any], instruction: Any) -> list[Any]:
+    """Older events in today's shape: an action's fields become its ``args``, an observation
+    answers the action before it (``cause``); the message that is the instruction is the
+    user's, other messages the agent's."""
+    out: list[Any] = []
+    last_action: str | None = None
+    for index, event in enumerate(events):
+        if not isinstance(event, Mapping) or not _is_legacy_event(event):
+            out.append(event)
+            continue
+        ident = f"legacy-{index}"
+        if isinstance(event.get("action"), str):
+            args = {k: v for k, v in event.items() if k != "action"}
+            user = event["action"] == "message" and event.get("content") == instruction
+            out.append(
+                {"id": ident, "source": "user" if user else "agent", "action": event["action"]}
+                | {"args": args}
+            )
+            last_action = ident
+        else:
+            extras = {k: v for k, v in event.items() if k not in ("observation", "content")}
+            out.append(
+                {
+                    "id": ident,
+                    "source": "environment",
+                    "observation": event["observation"],
+                    "content": event.get("content"),
+                    "cause": last_action,
+                    "extras": extras,
+                }
+            )
+    return out
 
 
 def from_openhands(
@@ -123,10 +186,12 @@ def _output_trace(record: Mapping[str, Any], label: str, options: ImportOptions)
         builder.objective, builder.objective_from = instruction, FROM_TASK_FIELD
     if isinstance(record.get("instance_id"), (str, int)):
         builder.source_id = str(record["instance_id"])
+    _read_issue(builder, record)
     if record.get("error"):
         builder.info["error"] = stringify(record["error"])
         builder.success = False
-    history = expect_list(record.get("history"), at(label, "history"))
+    _read_run_metadata(builder, record)
+    history = _modern(expect_list(record.get("history"), at(label, "history")), instruction)
     _read_events(builder, [(event, at(at(label, "history"), i)) for i, event in enumerate(history)])
     if record.get("test_result") is not None:
         builder.info["test_result"] = record["test_result"]
@@ -135,6 +200,49 @@ def _output_trace(record: Mapping[str, Any], label: str, options: ImportOptions)
         return builder.build(record, options)
     except ConversionError as exc:
         raise exc.under(label.removesuffix(": ")) from None
+
+
+def _read_issue(builder: TraceBuilder, record: Mapping[str, Any]) -> None:
+    """A resolver line's issue: its title and body are the task (the instruction, a template
+    around the body, is kept beside it), ``owner/repo#number`` its id; ``success`` → success,
+    ``result_explanation`` and ``git_patch`` → ``kp_import``."""
+    issue = record.get("issue")
+    if not isinstance(issue, Mapping):
+        return
+    title, body = issue.get("title"), issue.get("body")
+    text = "\n\n".join(t for t in (title, body) if isinstance(t, str) and t.strip())
+    if text:
+        if builder.objective is not None:
+            builder.objective_context.append(builder.objective)
+        builder.objective, builder.objective_from = text, FROM_TASK_FIELD
+    owner, repo, number = issue.get("owner"), issue.get("repo"), issue.get("number")
+    if isinstance(owner, str) and isinstance(repo, str) and number is not None:
+        builder.source_id = f"{owner}/{repo}#{number}"
+    if isinstance(record.get("success"), bool):
+        builder.success = record["success"]
+    for key in ("result_explanation", "git_patch"):
+        if isinstance(record.get(key), str) and record[key]:
+            builder.info[key] = record[key]
+
+
+def _read_run_metadata(builder: TraceBuilder, record: Mapping[str, Any]) -> None:
+    """An evaluation line's model (``metadata.llm_config.model``), its token usage and cost
+    (``metrics.accumulated_token_usage``, ``metrics.accumulated_cost``)."""
+    model = mapping(mapping(record.get("metadata")).get("llm_config")).get("model")
+    if isinstance(model, str) and model:
+        builder.info["model"] = model
+    metrics = mapping(record.get("metrics"))
+    usage = {
+        key: value
+        for key, value in mapping(metrics.get("accumulated_token_usage")).items()
+        # ``model`` ("default") and an empty ``response_id`` name no run.
+        if key not in ("model", "response_id") and isinstance(value, (int, float))
+    }
+    if usage:
+        builder.info["token_usage"] = usage
+    cost = metrics.get("accumulated_cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        builder.info["cost"] = cost
 
 
 def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
@@ -147,6 +255,9 @@ def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
         call_id = (
             metadata.get("tool_call_id") if isinstance(metadata.get("tool_call_id"), str) else None
         )
+        model = mapping(metadata.get("model_response")).get("model")
+        if isinstance(model, str) and model:
+            builder.info.setdefault("model", model)
         if "action" in event:
             _read_action(builder, event, args, metadata, call_id, actions)
         elif "observation" in event:
@@ -171,7 +282,7 @@ def _read_action(
             if (
                 builder.objective_from == FROM_TASK_FIELD
                 and not builder.steps
-                and text == builder.objective
+                and (text == builder.objective or text in builder.objective_context)
             ):
                 return  # the instruction again, as the first message
             builder.user_message(text if isinstance(text, str) else None)
@@ -189,7 +300,11 @@ def _read_action(
             if final != thought:
                 builder.thought(final)
             builder.result_summary = final
-        if args.get("task_completed") is False or args.get("task_completed") == "false":
+        completed = args.get("task_completed")
+        if completed is not None:
+            builder.info["task_completed"] = completed
+        # OpenHands' TaskCompletionStatus: "true", "false" or "partial"; partial is no success.
+        if completed is False or completed in ("false", "partial"):
             builder.success = False
         return
     function = metadata.get("function_name")

@@ -39,6 +39,10 @@ Each span is routed on ``gen_ai.operation.name`` or OpenInference's ``openinfere
   span. Other spans (HTTP, embeddings, ...) are not steps.
 
 Success without an agent span comes from the root span's status; UNSET → defaulted.
+
+A trace with no model, agent or tool span (embedding calls, a workflow being built, beside the
+runs of a span file) is not a run: :class:`~._values.NotARun`, which the file readers count and
+name (``Conversion.not_runs``) instead of rejecting.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ from ._options import ImportOptions, resolve_options
 from ._otel_spans import DETAILS_EVENT, MESSAGE_EVENTS, Span, span_calls, span_messages, unflatten
 from ._otlp import SpanProblem, read_spans
 from ._replay import Replay
-from ._values import ConversionError, parse_arguments, parse_timestamp, stringify
+from ._values import ConversionError, NotARun, parse_arguments, parse_timestamp, stringify
 from .vercel import vercel_kind, vercel_operation, vercel_tool
 
 __all__ = [
@@ -97,10 +101,19 @@ def from_otel(
     if not spans:
         raise ConversionError("", "no spans found (expected resourceSpans[].scopeSpans[].spans[])")
     groups = group_spans(spans)
-    return [
-        convert_trace(otel_id, group, trace_options(options, otel_id, len(groups)))
-        for otel_id, group in groups.items()
-    ]
+    traces: list[ReasoningTrace] = []
+    not_runs: list[NotARun] = []
+    for otel_id, group in groups.items():
+        try:
+            traces.append(
+                convert_trace(otel_id, group, trace_options(options, otel_id, len(groups)))
+            )
+        except NotARun as exc:
+            not_runs.append(exc)
+    # Traces that are not runs, beside runs, are left out; with no run at all, that is why.
+    if not traces and not_runs:
+        raise ConversionError.merged(not_runs)
+    return traces
 
 
 def group_spans(spans: Iterable[Span]) -> dict[str, list[Span]]:
@@ -176,6 +189,13 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
     for span in spans:
         span.kind = _classify(span)
     spans.sort(key=lambda s: (s.start if s.start is not None else 0, s.order))
+    if all(span.kind == "other" for span in spans):
+        # Embedding calls, a workflow being built: no model, agent or tool span, no run.
+        names = ", ".join(dict.fromkeys(span.name for span in spans if span.name)) or "unnamed"
+        raise NotARun(
+            f"trace {hex_id(otel_id)}",
+            f"not a run (spans: {names}; no model, agent or tool span)",
+        )
     builder = TraceBuilder("otel")
     builder.source_id = otel_id
     replay = Replay(builder)

@@ -16,9 +16,15 @@ are observations of the command before them, never user turns.
   else a ``<pr_description>``/``<issue>`` block or the text after ``ISSUE:``; else that whole
   message;
 - failure: an observation reporting a non-zero exit code, or that looks like an error;
-- ``info.exit_status``, ``info.submission``, ``info.model_stats`` and the model's name →
-  ``kp_import``; ``replay_config.problem_statement.id`` (else ``environment``) → source id;
+- ``info.exit_status``, ``info.submission``, ``info.model_stats``, the model's name and
+  ``environment`` (the Docker image, ``swe_main`` in every 0.x run: no id) → ``kp_import``;
+  ``replay_config.problem_statement.id`` → source id, else a hash of the record;
   success is left to the caller (a trajectory does not say whether the patch passed).
+
+A demonstration file (``{"history": [...]}`` only, its messages carrying SWE-agent's
+``agent`` and ``message_type``): the task from the first non-demo user message as above;
+assistant ``thought`` (else text) → thought, its function calls (else ``action``) →
+tool_calls; ``tool`` messages (``tool_call_ids``) and later user messages → observations.
 
 **mini-SWE-agent** ``{"info": {...}, "messages": [...], "trajectory_format":
 "mini-swe-agent-1.1"}``, or (older versions) the bare list of messages, one trace:
@@ -35,7 +41,8 @@ are observations of the command before them, never user turns.
   ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` → observation;
 - ``info.exit_status`` → ``kp_import.exit_status``; a run that ended other than
   ``Submitted`` (``LimitsExceeded``, an error) failed; ``info.submission`` →
-  ``kp_import.submission``; ``info.model_stats`` → ``kp_import.model_stats``.
+  ``kp_import.submission``; ``info.model_stats`` → ``kp_import.model_stats``;
+  ``info.config.model.model_name`` → ``kp_import.model``.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from ._builder import TraceBuilder
 from ._entries import default_objective
 from ._harness_text import exit_code_of, mapping, task_from_template
 from ._objective import (
+    FROM_FORMAT,
     FROM_SOURCE_ID,
     FROM_USER_MESSAGE,
     TEMPLATE_INSTANCE,
@@ -105,7 +113,8 @@ _SWE_TOOLS = frozenset(
 
 
 def is_swe_agent(record: Any) -> bool:
-    """Whether a record is a SWE-agent ``.traj`` trajectory."""
+    """Whether a record is a SWE-agent ``.traj`` trajectory (or a demonstration file, its
+    ``history`` only)."""
     if not isinstance(record, Mapping):
         return False
     steps = record.get("trajectory")
@@ -113,6 +122,18 @@ def is_swe_agent(record: Any) -> bool:
         isinstance(steps, list)
         and ("history" in record or "info" in record)
         and all(isinstance(s, Mapping) and "action" in s for s in steps[:3])
+    ) or _is_history_only(record)
+
+
+def _is_history_only(record: Mapping[str, Any]) -> bool:
+    """A demonstration file: ``{"history": [...]}`` whose messages carry SWE-agent's own
+    ``agent`` and ``message_type`` fields."""
+    history = record.get("history")
+    if "trajectory" in record or not isinstance(history, list) or not history:
+        return False
+    return all(
+        isinstance(m, Mapping) and "role" in m and "message_type" in m and "agent" in m
+        for m in history[:3]
     )
 
 
@@ -144,6 +165,8 @@ def from_swe_agent(
     """The trace of a SWE-agent ``.traj`` trajectory."""
     options = resolve_options(options, overrides)
     traj = expect_dict(record, "")
+    if "trajectory" not in traj and _is_history_only(traj):
+        return [_from_history(traj, options)]
     if "trajectory" not in traj:
         raise ConversionError("", "not a SWE-agent trajectory: no 'trajectory'")
     builder = TraceBuilder("swe-agent")
@@ -155,8 +178,10 @@ def from_swe_agent(
     problem = mapping(replay.get("problem_statement"))
     if isinstance(problem.get("id"), str) and problem["id"]:
         builder.source_id = problem["id"]
-    elif isinstance(traj.get("environment"), str) and traj["environment"]:
-        builder.source_id = traj["environment"]
+    # ``environment`` names the Docker image (``swe_main`` in every SWE-agent 0.x run), not
+    # the run: kept, but no id; without a problem statement id the id is the record's hash.
+    if isinstance(traj.get("environment"), str) and traj["environment"]:
+        builder.info["environment"] = traj["environment"]
     model = mapping(mapping(replay.get("agent")).get("model")).get("name")
     if isinstance(model, str) and model:
         builder.info["model"] = model
@@ -190,6 +215,58 @@ def from_swe_agent(
             builder.observation(observation, tool=name, failed=isinstance(code, int) and code != 0)
     default_objective(builder, builder.source_id, FROM_SOURCE_ID)
     return [builder.build(traj, options)]
+
+
+def _from_history(traj: Mapping[str, Any], options: ImportOptions) -> ReasoningTrace:
+    """A demonstration file's trace, from its ``history``: the first non-demo user message is
+    the task; an assistant message's ``thought`` (else its text) → thought, its function calls
+    (else its ``action``) → tool_calls; ``tool`` messages (by ``tool_call_ids``) and later
+    ``user`` messages (command output) → observations of the call before them."""
+    builder = TraceBuilder("swe-agent")
+    history = expect_list(traj.get("history"), "history")
+    prompt = _first_task_prompt(history)
+    if prompt is not None:
+        builder.objective, builder.objective_from = _issue_of(prompt)
+        builder.objective_context.append(prompt)
+    for index, raw in enumerate(history):
+        message = expect_dict(raw, at("history", index))
+        role = message.get("role")
+        text = content_text(message.get("content"))
+        if message.get("is_demo") or role == "system" or (role == "user" and text == prompt):
+            continue
+        if role == "assistant":
+            thought = message.get("thought")
+            builder.thought(thought if isinstance(thought, str) else text)
+            _history_message_calls(builder, message)
+        elif role in ("tool", "user"):
+            ids = message.get("tool_call_ids")
+            call_id = ids[0] if isinstance(ids, list) and ids and isinstance(ids[0], str) else None
+            tool = None if call_id else _last_tool(builder)
+            code = exit_code_of(text)
+            builder.observation(
+                text, call_id=call_id, tool=tool, failed=isinstance(code, int) and code != 0
+            )
+    default_objective(builder, "SWE-agent demonstration", FROM_FORMAT)
+    return builder.build(traj, options)
+
+
+def _history_message_calls(builder: TraceBuilder, message: Mapping[str, Any]) -> None:
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        for raw in calls:
+            call = mapping(raw)
+            function = mapping(call.get("function"))
+            name = function.get("name")
+            call_id = call.get("id")
+            builder.tool_call(
+                name if isinstance(name, str) and name else "bash",
+                parse_arguments(function.get("arguments"), "", lenient=True),
+                call_id=call_id if isinstance(call_id, str) else None,
+            )
+        return
+    action = message.get("action")
+    if isinstance(action, str) and action.strip():
+        builder.tool_call(*_command_call(action.strip()))
 
 
 def _replay_config(value: Any) -> Mapping[str, Any]:
@@ -296,6 +373,9 @@ def from_mini_swe_agent(
     for key in ("submission", "model_stats", "mini_version"):
         if info.get(key) not in (None, ""):
             builder.info[key] = info[key]
+    model = mapping(mapping(info.get("config")).get("model")).get("model_name")
+    if isinstance(model, str) and model:
+        builder.info["model"] = model
     return [builder.build(record, options)]
 
 

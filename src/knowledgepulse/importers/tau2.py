@@ -11,11 +11,13 @@ simulation.
 - ``reward_info.reward`` ≥ 1.0 → success (``kp_import.reward``); ``termination_reason``,
   ``task_id``, ``trial`` → ``kp_import`` (``reason``, ``task``, ``trial``); id
   ``kp:trace:tau2:<domain>:task-<task_id>:trial-<trial>``; ``start_time`` → ``created_at``;
+  the run's ``info.agent_info.llm`` → ``kp_import.model``, ``info.user_info.llm`` →
+  ``kp_import.user_model``;
 - ground truth, as for tau-bench's ``info``: ``{"task": <the task: its user scenario and
   evaluation criteria with the expected actions>, "reward_info": <the simulation's
   reward_info>}`` → ``metadata.ground_truth``;
-- dropped: costs, usage, ``raw_data`` other than thinking, the run's ``info`` (policy,
-  models), the tasks without simulations.
+- dropped: costs, usage, ``raw_data`` other than thinking, the rest of the run's ``info``
+  (policy, guidelines), the tasks without simulations.
 """
 
 from __future__ import annotations
@@ -93,18 +95,37 @@ def tau2_runs(
         for task in list_of(results.get("tasks"))
         if isinstance(task, Mapping)
     }
-    domain = mapping(mapping(results.get("info")).get("environment_info")).get("domain_name")
+    run_info = mapping(results.get("info"))
+    domain = mapping(run_info.get("environment_info")).get("domain_name")
+    models = _models(run_info)
     return [
-        (raw, partial(_simulation, raw, at("simulations", index), tasks, domain, options))
+        (raw, partial(_simulation, raw, at("simulations", index), tasks, domain, models, options))
         for index, raw in enumerate(simulations)
     ]
 
 
+def _models(run_info: Mapping[str, Any]) -> dict[str, str]:
+    """The run's models: the agent's (``agent_info.llm`` → ``model``) and the user
+    simulator's (``user_info.llm`` → ``user_model``)."""
+    models = {}
+    for key, name in (("agent_info", "model"), ("user_info", "user_model")):
+        llm = mapping(run_info.get(key)).get("llm")
+        if isinstance(llm, str) and llm:
+            models[name] = llm
+    return models
+
+
 def _simulation(
-    raw: Any, path: str, tasks: Mapping[str, Any], domain: Any, options: ImportOptions
+    raw: Any,
+    path: str,
+    tasks: Mapping[str, Any],
+    domain: Any,
+    models: Mapping[str, str],
+    options: ImportOptions,
 ) -> ReasoningTrace:
     simulation = expect_dict(raw, path)
     builder = TraceBuilder(FORMAT)
+    builder.info.update(models)
     task_id, trial = simulation.get("task_id"), simulation.get("trial")
     prefix = f"{domain}:" if isinstance(domain, str) and domain else ""
     builder.source_id = f"{prefix}task-{task_id}:trial-{trial}"
