@@ -17,7 +17,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 LAYERS: list[set[str]] = [
     {"_errors", "_lazy", "_schema", "io"},  # contracts
-    {"embedding", "copies"},
+    {"embedding", "copies", "tasks"},
     {"memory", "kb"},
     {"scoring", "importers", "rubrics", "behaviours", "redaction", "records", "api_models"},
     {"integrations", "reporting"},

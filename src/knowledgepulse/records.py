@@ -291,10 +291,15 @@ class GroupRecord(_Line, BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ("relation",)
+    OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ("relation", "also_kept")
 
     schema_: Literal["knowledgepulse.groups/1"] = Field(default=GROUPS_SCHEMA, alias="schema")
     kept: str = Field(description="The trace kept, or the stored trace of the knowledge base.")
+    also_kept: list[str] | None = Field(
+        default=None,
+        description="kp curate --by task --keep-per-task K: the other attempts kept with it "
+        "(best first); absent otherwise.",
+    )
     relation: Relation | None = Field(
         default=None,
         description="exact when every member is an exact copy, else near_copy or same_task; "

@@ -67,11 +67,20 @@ from ._run import (
 @click.option(
     "--by",
     "decider",
-    type=click.Choice(["copies", "embedding"]),
+    type=click.Choice(["copies", "task", "embedding"]),
     default="copies",
     show_default=True,
     help="copies: exact copies by digest, near copies by MinHash of word shingles (no "
-    "embedder). embedding: whole-trace MiniLM cosine (the embedder options apply).",
+    "embedder). task: attempts at one task, by the MiniLM cosine of their task texts "
+    "(objective and user turns; relation same_task). embedding: whole-trace MiniLM cosine.",
+)
+@click.option(
+    "--keep-per-task",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="K",
+    help="With --by task: keep the best K attempts of each task (successful first, then by value).",
 )
 @click.option(
     "--similarity",
@@ -121,6 +130,7 @@ def curate_command(
     output: str,
     groups: str,
     decider: str,
+    keep_per_task: int,
     similarity: float | None,
     kb: str | None,
     embedder_choice: str,
@@ -149,8 +159,12 @@ def curate_command(
     _check_options(
         engine, address, workers, first_pass, kb, candidate_similarity, quiet or decider == "copies"
     )
-    if decider == "copies" and (first_pass != "none" or candidate_similarity is not None):
+    if decider != "embedding" and (first_pass != "none" or candidate_similarity is not None):
         raise click.UsageError("--first-pass and --candidate-similarity go with --by embedding")
+    if keep_per_task != 1 and decider != "task":
+        raise click.UsageError("--keep-per-task goes with --by task")
+    if decider == "task" and (kb is not None or engine != "local"):
+        raise click.UsageError("--by task runs locally and without --kb")
     registry = profile_registry(profiles)
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
@@ -158,12 +172,14 @@ def curate_command(
         chosen = None
         default_similarity = COPY_SIMILARITY
     else:
+        from ..scoring._task_curation import TASK_SIMILARITY
+
         chosen = choose_embedder(embedder_choice, bulk=True)
         if chosen.embedder is None:
             raise click.UsageError(
-                f"kp curate --by embedding compares embeddings, and there is none: {chosen.reason}"
+                f"kp curate --by {decider} compares embeddings, and there is none: {chosen.reason}"
             )
-        default_similarity = DEFAULT_SIMILARITY
+        default_similarity = DEFAULT_SIMILARITY if decider == "embedding" else TASK_SIMILARITY
     job = _Job(
         files=files,
         source_format=source_format,
@@ -186,6 +202,10 @@ def curate_command(
         quiet=quiet,
         console=stderr_console(),
     )
+    if decider == "task":
+        from ._curate_copies import curate_tasks_in_memory
+
+        raise click.exceptions.Exit(curate_tasks_in_memory(job, keep_per_task))
     if decider == "copies":
         from ._curate_copies import curate_copies_in_memory, curate_copies_streaming
 

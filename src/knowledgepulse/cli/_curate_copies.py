@@ -13,7 +13,12 @@ from typing import Any
 
 from ._run import open_writer, read_conversions, signals_held
 
-__all__ = ["curate_copies_in_memory", "curate_copies_streaming"]
+__all__ = [
+    "curate_copies_in_memory",
+    "curate_copies_streaming",
+    "curate_in_memory",
+    "curate_tasks_in_memory",
+]
 
 
 def _say(job: Any, line: str) -> None:
@@ -21,12 +26,23 @@ def _say(job: Any, line: str) -> None:
 
 
 def _result_lines(
-    job: Any, distinct: int, kept: int, dropped: int, groups: int, by_relation: dict[str, int]
+    job: Any,
+    distinct: int,
+    kept: int,
+    dropped: int,
+    groups: int,
+    by_relation: dict[str, int],
+    what: str = "copies",
+    measure: str = "estimated Jaccard",
 ) -> list[str]:
     relations = ", ".join(f"{name} {count}" for name, count in sorted(by_relation.items()))
+    how = (
+        f"exact, or {measure} ≥ {job.threshold:g}"
+        if what == "copies"
+        else (f"{measure} ≥ {job.threshold:g}")
+    )
     line = (
-        f"traces: {distinct}   kept {kept}   dropped {dropped} as copies in {groups} groups "
-        f"(exact, or estimated Jaccard ≥ {job.threshold:g})"
+        f"traces: {distinct}   kept {kept}   dropped {dropped} as {what} in {groups} groups ({how})"
     )
     lines = [line]
     if relations:
@@ -130,6 +146,42 @@ def _took_line(timings: Any, traces: int) -> str:
 def curate_copies_in_memory(job: Any) -> int:
     """``--engine ray``: every trace is read into memory, the facets made by Ray Data."""
     from ..distributed._cli import ray_curate_copies
+
+    def decide(stack: ExitStack, pile: list[Any], base: Any) -> Any:
+        return ray_curate_copies(
+            stack, pile, job.address, job.workers, similarity=job.threshold, kb=base,
+            profiles=job.registry,
+        )  # fmt: skip
+
+    return curate_in_memory(job, decide)
+
+
+def curate_tasks_in_memory(job: Any, keep_per_task: int) -> int:
+    """``--by task``: every trace is read into memory, its task text embedded, the attempts
+    at one task grouped (:func:`~knowledgepulse.scoring._task_curation.curate_tasks`)."""
+    from ..scoring._task_curation import curate_tasks
+
+    def decide(stack: ExitStack, pile: list[Any], base: Any) -> Any:
+        job.say_embedder()
+        return curate_tasks(
+            pile,
+            embedder=job.chosen.embedder,
+            similarity=job.threshold,
+            keep_per_task=keep_per_task,
+            profiles=job.registry,
+            batch_size=job.batch_size,
+        )
+
+    return curate_in_memory(job, decide, what="attempts at one task", measure="task cosine")
+
+
+def curate_in_memory(
+    job: Any,
+    decide: Any,
+    what: str = "copies",
+    measure: str = "estimated Jaccard",
+) -> int:
+    """Read every trace into memory, ``decide(stack, pile, base)``, write the outputs."""
     from ._curate_cmd import _stopped
 
     pile: list[Any] = []
@@ -147,15 +199,7 @@ def curate_copies_in_memory(job: Any) -> int:
             return _stopped(job, tally, "interrupted before curating: nothing was written")
         read, tally.processed = tally.processed, 0
         with run:
-            result = ray_curate_copies(
-                stack,
-                pile,
-                job.address,
-                job.workers,
-                similarity=job.threshold,
-                kb=base,
-                profiles=job.registry,
-            )
+            result = decide(stack, pile, base)
             tally.processed = read
         if tally.interrupted:
             return _stopped(job, tally, "interrupted while curating: nothing was written")
@@ -176,7 +220,14 @@ def curate_copies_in_memory(job: Any) -> int:
                 by_relation[name] = by_relation.get(name, 0) + 1
         distinct = len(result.values)
         for line in _result_lines(
-            job, distinct, len(result.kept), result.dropped, len(result.groups), by_relation
+            job,
+            distinct,
+            len(result.kept),
+            result.dropped,
+            len(result.groups),
+            by_relation,
+            what,
+            measure,
         ):
             _say(job, line)
         if len(pile) > distinct:

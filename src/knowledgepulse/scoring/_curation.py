@@ -84,6 +84,8 @@ class DuplicateGroup:
     reason: str
     kept_value: float | None = None
     stored: bool = False
+    #: Members kept beside ``kept`` (``kp curate --by task --keep-per-task K``).
+    also_kept: list[str] = field(default_factory=list)
     #: The group's relation: the weakest of its members' (``exact`` only when every member is
     #: an exact copy), None for whole-trace cosine groups.
     relation: str | None = None
@@ -94,6 +96,7 @@ class DuplicateGroup:
 
         return GroupRecord(
             kept=self.kept,
+            also_kept=list(self.also_kept) or None,
             relation=self.relation,
             duplicates=[
                 GroupDuplicate(
@@ -290,6 +293,7 @@ def walk(
     similarity: float,
     measure: str = "cosine",
     ties: npt.NDArray[np.int64] | None = None,
+    first: npt.NDArray[np.int64] | None = None,
 ) -> Iterator[tuple[int, DuplicateGroup | None]]:
     """The leaders, highest value first (ties: smallest id), each with its group (None when it
     has no near-duplicate left): a leader takes every unassigned trace within ``similarity``
@@ -298,12 +302,17 @@ def walk(
     Groups come out in the order ``kp curate`` writes them (value, then id), so a streaming
     run writes each as it closes. A neighbour may carry its relation as a third item;
     ``measure`` names the similarity in the groups' reasons; ``ties``, when given, breaks ties
-    on value before the id (larger first).
+    on value before the id (larger first); ``first``, when given, comes before the value
+    (larger first: 1 for a successful run puts successful runs first).
     """
     value_array = np.asarray(values, dtype=np.float64)
     positions = np.arange(len(ids))
     # lexsort: the last key first; positions are in id order, so they break ties by id.
-    keys = (positions, -value_array) if ties is None else (positions, -ties, -value_array)
+    keys: tuple[Any, ...] = (positions, -value_array)
+    if ties is not None:
+        keys = (positions, -ties, -value_array)
+    if first is not None:
+        keys = (*keys, -first)
     for position in np.lexsort(keys).tolist():
         if assigned[position]:
             continue
@@ -345,11 +354,18 @@ def _leader_group(
     relation = group_relation(duplicates)
     if relation is None:
         what = f"near-duplicates ({measure} ≥ {similarity:g})"
+    elif relation == "same_task":
+        what = f"attempts at one task ({measure} ≥ {similarity:g})"
     elif relation == "exact":
         what = "exact copies (the same normalised text)"
     else:
         what = f"copies (exact; {measure} ≥ {similarity:g}; or the same steps reworded)"
     reason = f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} {what}"
+    if relation == "same_task":
+        reason = (
+            f"kept first of {len(duplicates) + 1} {what}: successful first, then by value "
+            f"({kept_value:.4f})"
+        )
     if tied and measure == "cosine":
         reason += f"; {tied} tie(s) on value broken by id"
     elif tied:
