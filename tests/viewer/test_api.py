@@ -234,6 +234,8 @@ def test_stats_count_what_was_read(server: ViewerServer, view_files: ViewFiles) 
             "threshold": None,
             "model": None,
             "dimensions": None,
+            "hidden": None,  # kp serve's: a key's unseen traces and the key (kp view has none)
+            "key": None,
             "scored": 5,
             "with_steps": 5,
             "evaluated": 1,
