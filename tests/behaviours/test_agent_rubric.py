@@ -46,6 +46,7 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
     assert AGENT_RUBRIC.weights == {name: b.weight for name, b in BEHAVIOURS.items()}
     assert list(AGENT_RUBRIC.weights) == [
         "expected_actions",
+        "task_completed",
         "no_loops",
         "errors_recovered",
         "known_tools",
@@ -66,6 +67,7 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
     evaluated = AGENT_RUBRIC.evaluate(conversation())
     assert evaluated.details == {
         "expected_actions": True,
+        "task_completed": None,
         "no_loops": True,
         "errors_recovered": True,
         "known_tools": None,
@@ -75,6 +77,7 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "within_budget": True,
     }
     assert evaluated.undetermined == {
+        "task_completed": "the task's expected actions decide the outcome (expected_actions)",
         "known_tools": "the trace declares no tools",
         "valid_arguments": "the trace declares no tools",
     }
@@ -90,7 +93,7 @@ def test_a_wrong_action_fails_the_gate_and_is_explained() -> None:
     evaluated = AGENT_RUBRIC.evaluate(conversation(flight="HAT2"))
     assert evaluated.details["expected_actions"] is False
     assert evaluated.gate_passed is False
-    assert math.isclose(evaluated.score, 0.5 / 0.9, abs_tol=1e-9)  # over the determined 0.9
+    assert math.isclose(evaluated.score, 0.4 / 0.8, abs_tol=1e-9)  # over the determined 0.8
     assert evaluated.outcome_type is OutcomeType.GRACEFUL_FAILURE
     assert evaluated.explanation.endswith(
         "Checked expected_actions: no: step 2 book differs from the expected call in flight"
@@ -98,7 +101,8 @@ def test_a_wrong_action_fails_the_gate_and_is_explained() -> None:
     # Weighted low, the failed outcome still cannot pass: the gate holds it back.
     light = agent_rubric({"criteria": {"expected_actions": {"weight": 0.05}}, "normalise": True})
     lightly = light.evaluate(conversation(flight="HAT2"))
-    assert lightly.score > 0.9 and lightly.outcome_type is OutcomeType.GRACEFUL_FAILURE
+    assert math.isclose(lightly.score, 0.40 / 0.45, abs_tol=1e-9)
+    assert lightly.outcome_type is OutcomeType.GRACEFUL_FAILURE
     ungated = agent_rubric(
         {"criteria": {"expected_actions": {"weight": 0.05}}, "normalise": True, "gate": False}
     )
@@ -120,7 +124,7 @@ def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_
         "confirmed_before_write": "the trace has no user turns after the task",
     }
     assert evaluated.failed == [] and evaluated.errors == {}
-    assert evaluated.passed == ["answered", "within_budget"]
+    assert evaluated.passed == ["task_completed", "answered", "within_budget"]
     assert evaluated.score == 1.0 and evaluated.gate_passed is True
 
 
@@ -179,13 +183,13 @@ def test_settings_change_weights_parameters_and_thresholds(tmp_path: Path) -> No
     path.write_text(
         'rubric = "agent"\nname = "airline"\n'
         "[thresholds]\nsuccess = 0.9\n"
-        "[criteria.within_budget]\nmax_steps = 2\nweight = 0.15\n"
-        "[criteria.answered]\nweight = 0.05\n",
+        "[criteria.within_budget]\nmax_steps = 2\nweight = 0.10\n"
+        "[criteria.answered]\nweight = 0.0\n",
         encoding="utf-8",
     )
     rubric = load_agent_rubric(path)
     assert rubric.name == "airline" and rubric.thresholds.success == 0.9
-    assert rubric.weights["within_budget"] == 0.15 and rubric.weights["answered"] == 0.05
+    assert rubric.weights["within_budget"] == 0.10 and rubric.weights["answered"] == 0.0
     evaluated = rubric.evaluate(conversation())
     assert evaluated.details["within_budget"] is False
     assert evaluated.verdicts["within_budget"].reasoning == (
@@ -241,7 +245,7 @@ def test_settings_files_in_yaml_and_json(tmp_path: Path) -> None:
         ),
         (
             {"criteria": {"answered": {"weight": 0.5}}},
-            "rubric 'agent': weights sum to 1.4",
+            "rubric 'agent': weights sum to 1.45",
         ),
         ({"rubric": "scheduling"}, "rubric: only 'agent' can be configured, got 'scheduling'"),
         ({"thresholds": {"success": "x"}}, "thresholds.success: expected a number, got 'x'"),

@@ -23,7 +23,10 @@ from ..io._settings import SettingsFileError, read_settings_file
 from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
 from . import _checks
 from ._checks import (
+    DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
+    DEFAULT_FAILURE_PATTERN,
+    DEFAULT_HANDOFF_PATTERN,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
@@ -145,6 +148,56 @@ BEHAVIOURS: dict[str, Behaviour] = {
             (_READ_ONLY,),
         ),
         Behaviour(
+            "task_completed",
+            0.10,
+            "the outcome when no expected actions are given: the trace's own word (its "
+            "success flag, a final answer admitting failure or handing the task off, a failed "
+            "last call, a budget stop); with expected_actions it is the success gate",
+            _checks.task_completed,
+            "The trace shows no sign of failure (success flag, admission, handoff, error, budget)",
+            (
+                Parameter(
+                    "failure_pattern",
+                    "regex",
+                    DEFAULT_FAILURE_PATTERN,
+                    "the words a final answer admits failure with (could not, unable to, failed "
+                    "to, incomplete, without a recommendation); not cannot, which tells a limit",
+                ),
+                Parameter(
+                    "handoff_pattern",
+                    "regex",
+                    DEFAULT_HANDOFF_PATTERN,
+                    "escalated, transferred, handed over: the task left to someone else",
+                ),
+                Parameter(
+                    "budget_pattern",
+                    "regex",
+                    DEFAULT_BUDGET_PATTERN,
+                    "the stop reasons of a run cut by its budget (max_tokens, length, "
+                    "exit_cost, max_steps, a limit or timeout)",
+                ),
+                Parameter(
+                    "handoff_tools",
+                    "patterns",
+                    DEFAULT_HANDOFF_TOOLS,
+                    "a run ending in a call to one hands the task over",
+                ),
+                Parameter(
+                    "write_tools",
+                    "patterns",
+                    DEFAULT_WRITE_TOOLS,
+                    "a handoff after a write that succeeded did part of the task",
+                ),
+                _READ_ONLY,
+                Parameter(
+                    "scratch_tools",
+                    "patterns",
+                    DEFAULT_SCRATCH_TOOLS,
+                    "a note or computation after a failed call leaves the error at the end",
+                ),
+            ),
+        ),
+        Behaviour(
             "no_loops",
             0.10,
             "a loop wastes the budget and is the behaviour peers most ask to catch",
@@ -229,7 +282,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
         ),
         Behaviour(
             "answered",
-            0.10,
+            0.05,
             "a run that ends without telling the user the result leaves them guessing",
             _checks.answered,
             "The run ends with a non-empty answer to the user (or hands them over)",
@@ -245,7 +298,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
         ),
         Behaviour(
             "within_budget",
-            0.10,
+            0.05,
             "cost and latency grow with every step; the default is tau-bench's own limit",
             _checks.within_budget,
             f"At most {DEFAULT_MAX_STEPS} agent steps",
@@ -307,18 +360,24 @@ def behaviour_criterion(name: str, weight: float | None = None, **parameters: An
     )
 
 
-class ExpectedActionsGate:
-    """The agent rubric's success gate: the expected actions were taken, or the ground truth
-    lists none to compare (an undetermined outcome does not block success)."""
+class OutcomeGate:
+    """The agent rubric's success gate: neither outcome criterion failed. The expected actions
+    were taken (or the ground truth lists none to compare), and, without expected actions, the
+    trace shows no sign of failure (``task_completed``); an undetermined outcome does not block
+    success."""
 
-    description = "the expected actions were taken"
+    description = "the expected actions were taken and the trace shows no sign of failure"
 
-    def __init__(self, check: BehaviourCheck) -> None:
-        self.check = check
-        self.__name__ = "expected_actions_taken"
+    def __init__(self, checks: Sequence[BehaviourCheck]) -> None:
+        self.checks = tuple(checks)
+        self.__name__ = "outcome_reached"
 
     def __call__(self, case: Case) -> bool:
-        return self.check(case).passed is not False
+        return all(check(case).passed is not False for check in self.checks)
+
+
+#: The criteria whose failure blocks success (the outcome criteria), in the order checked.
+_OUTCOME_CRITERIA = ("expected_actions", "task_completed")
 
 
 _TOP_LEVEL = ("rubric", "name", "description", "normalise", "gate", "thresholds", "criteria")
@@ -369,7 +428,7 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
                 f"{prefix}criteria.{key}: unknown criterion" + _known(str(key), list(BEHAVIOURS))
             )
     criteria = []
-    outcome_check: BehaviourCheck | None = None
+    outcome_checks: list[BehaviourCheck] = []
     for behaviour in BEHAVIOURS.values():
         given = chosen.get(behaviour.name) or {}
         at = f"{prefix}criteria.{behaviour.name}"
@@ -387,8 +446,8 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
         parameters = {key: value for key, value in given.items() if key != "weight"}
         values = behaviour.settings(parameters, at)
         check = BehaviourCheck(behaviour, values)
-        if behaviour.name == "expected_actions":
-            outcome_check = check
+        if behaviour.name in _OUTCOME_CRITERIA:
+            outcome_checks.append(check)
         criteria.append(
             Criterion(
                 behaviour.name,
@@ -401,8 +460,8 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
         return Rubric(
             name,
             criteria,
-            success_gate=ExpectedActionsGate(outcome_check) if gate and outcome_check else None,
-            gate_description=ExpectedActionsGate.description if gate else None,
+            success_gate=OutcomeGate(outcome_checks) if gate and outcome_checks else None,
+            gate_description=OutcomeGate.description if gate else None,
             thresholds=thresholds,
             normalise=normalise,
             description=description,
