@@ -54,6 +54,9 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
         "confirmed_before_write",
         "answered",
         "within_budget",
+        "identified_before_write",
+        "grounded_answer",
+        "grounded_arguments",
     ]
     for behaviour in BEHAVIOURS.values():
         assert behaviour.why and behaviour.description
@@ -75,11 +78,18 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "confirmed_before_write": True,
         "answered": True,
         "within_budget": True,
+        "identified_before_write": None,
+        "grounded_answer": None,
+        "grounded_arguments": None,
     }
     assert evaluated.undetermined == {
         "task_completed": "the task's expected actions decide the outcome (expected_actions)",
         "known_tools": "the trace declares no tools",
         "valid_arguments": "the trace declares no tools",
+        "identified_before_write": "the run neither calls nor declares a tool that identifies "
+        "the user",
+        "grounded_answer": "the final answer states no number or id",
+        "grounded_arguments": "the state-changing calls pass no id, e-mail or number to check",
     }
     assert evaluated.score == 1.0
     assert evaluated.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
@@ -122,9 +132,12 @@ def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_
         "known_tools": "the trace declares no tools",
         "valid_arguments": "the trace declares no tools",
         "confirmed_before_write": "the trace has no user turns after the task",
+        "identified_before_write": "the trace has no state-changing call",
+        "grounded_arguments": "the trace has no state-changing call",
     }
     assert evaluated.failed == [] and evaluated.errors == {}
-    assert evaluated.passed == ["task_completed", "answered", "within_budget"]
+    # 42 is in the objective ("Review PR #42 ..."): the answer's number was given.
+    assert evaluated.passed == ["task_completed", "answered", "within_budget", "grounded_answer"]
     assert evaluated.score == 1.0 and evaluated.gate_passed is True
 
 

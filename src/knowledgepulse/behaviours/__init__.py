@@ -66,6 +66,16 @@ from ._facts import (
     tool_definitions,
     user_turns,
 )
+from ._grounding import (
+    DEFAULT_IDENTIFY_TOOLS,
+    UngroundedValue,
+    grounded_answer,
+    grounded_arguments,
+    identified_before_write,
+    ungrounded_answer_values,
+    ungrounded_arguments,
+    unidentified_writes,
+)
 from ._schema_check import schema_problems
 
 __all__ = [
@@ -76,6 +86,7 @@ __all__ = [
     "DEFAULT_FAILURE_PATTERN",
     "DEFAULT_HANDOFF_PATTERN",
     "DEFAULT_HANDOFF_TOOLS",
+    "DEFAULT_IDENTIFY_TOOLS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_READ_ONLY_TOOLS",
     "DEFAULT_SCRATCH_TOOLS",
@@ -89,6 +100,7 @@ __all__ = [
     "Parameter",
     "RubricSettingsError",
     "ToolCall",
+    "UngroundedValue",
     "UnrecoveredError",
     "agent_rubric",
     "answered",
@@ -102,6 +114,9 @@ __all__ = [
     "failure_signs",
     "final_answer",
     "find_loops",
+    "grounded_answer",
+    "grounded_arguments",
+    "identified_before_write",
     "is_read_only",
     "known_tools",
     "load_agent_rubric",
@@ -112,6 +127,9 @@ __all__ = [
     "tool_calls",
     "tool_definitions",
     "unconfirmed_writes",
+    "ungrounded_answer_values",
+    "ungrounded_arguments",
+    "unidentified_writes",
     "unrecovered_errors",
     "user_turns",
     "valid_arguments",

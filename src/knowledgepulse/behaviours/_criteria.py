@@ -21,7 +21,7 @@ from typing import Any, Literal
 from .._schema import ReasoningTrace
 from ..io._settings import SettingsFileError, read_settings_file
 from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
-from . import _checks
+from . import _checks, _grounding
 from ._checks import (
     DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
@@ -34,6 +34,7 @@ from ._checks import (
     Finding,
 )
 from ._facts import DEFAULT_READ_ONLY_TOOLS
+from ._grounding import DEFAULT_IDENTIFY_TOOLS
 
 __all__ = [
     "AGENT_RUBRIC",
@@ -60,7 +61,7 @@ class Parameter:
     ``why`` that default."""
 
     name: str
-    kind: Literal["count", "patterns", "regex"]
+    kind: Literal["count", "patterns", "regex", "flag"]
     default: Any
     why: str
     minimum: int = 1
@@ -72,6 +73,10 @@ class Parameter:
                 raise RubricSettingsError(
                     f"{where}: expected a whole number >= {self.minimum}, got {value!r}"
                 )
+            return value
+        if self.kind == "flag":
+            if not isinstance(value, bool):
+                raise RubricSettingsError(f"{where}: expected true or false, got {value!r}")
             return value
         if self.kind == "patterns":
             if (
@@ -132,6 +137,22 @@ _READ_ONLY = Parameter(
     DEFAULT_READ_ONLY_TOOLS,
     "tools named for reading (get_*, search_*, list_*, ...) change nothing, and tau-bench's "
     "calculate and think are scratch tools",
+)
+
+_WRITE_TOOLS = Parameter(
+    "write_tools",
+    "patterns",
+    DEFAULT_WRITE_TOOLS,
+    "the verbs that name writes (book_*, cancel_*, update_*, send_*, ...); the tools the "
+    "task's expected actions name count too",
+)
+
+_MIN_NUMBER = Parameter(
+    "min_number",
+    "count",
+    10,
+    "smaller numbers are counts and list items, not facts a tool or the user must give",
+    minimum=0,
 )
 
 #: The behaviour checks, in the ``agent`` rubric's order.
@@ -310,6 +331,54 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     "tau-bench stops a conversation after 30 agent actions (max_num_steps)",
                 ),
             ),
+        ),
+        # The three below are reported, not scored (weight 0): on tau-bench airline they
+        # fail on runs the reward calls successful about as often as on failed ones
+        # (docs/rubrics.md gives the counts), so a weight would cost agreement. They name
+        # where a run went wrong, and a rubric file can weigh them.
+        Behaviour(
+            "identified_before_write",
+            0.0,
+            "reported, not scored: airline policy lets a reservation's details stand for the "
+            "user's, so the default order flags correct runs as often as wrong ones",
+            _grounding.identified_before_write,
+            "Every state-changing call comes after the user was identified",
+            (
+                Parameter(
+                    "identify_tools",
+                    "patterns",
+                    DEFAULT_IDENTIFY_TOOLS,
+                    "the lookups that identify a user in the tool sets seen (get_user_details, "
+                    "find_user_id_*) and the verbs authenticate, verify, identify",
+                ),
+                Parameter(
+                    "in_order",
+                    "flag",
+                    False,
+                    "off: any identifying call will do; on: each of identify_tools, in the "
+                    "order listed (the policy's order), before the first write",
+                ),
+                _WRITE_TOOLS,
+                _READ_ONLY,
+            ),
+        ),
+        Behaviour(
+            "grounded_answer",
+            0.0,
+            "reported, not scored: the policy's own figures (a 24-hour window, a $50 "
+            "certificate) live in a system prompt no importer keeps as a step",
+            _grounding.grounded_answer,
+            "Every number and id in the final answer was given by a tool or the user",
+            (_MIN_NUMBER,),
+        ),
+        Behaviour(
+            "grounded_arguments",
+            0.0,
+            "reported, not scored: as grounded_answer, amounts the policy sets are given "
+            "nowhere in the trace",
+            _grounding.grounded_arguments,
+            "Every id, e-mail and number passed to a write was given before it",
+            (_WRITE_TOOLS, _READ_ONLY, _MIN_NUMBER),
         ),
     )
 }
