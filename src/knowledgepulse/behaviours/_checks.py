@@ -125,10 +125,12 @@ class Finding:
 
     def verdict(self) -> Verdict:
         """The finding as a rubric :class:`~knowledgepulse.rubrics.Verdict`: no model was asked
-        (``samples`` 0); an undetermined finding's reason is the verdict's problem."""
+        (``samples`` 0); an undetermined finding's reason is the verdict's problem; the steps
+        named, in order, are the verdict's ``steps``."""
+        steps = sorted(set(self.steps))
         if self.passed is None:
-            return Verdict(passed=None, samples=0, problems=[self.reason])
-        return Verdict(passed=self.passed, reasoning=self.reason, samples=0)
+            return Verdict(passed=None, samples=0, problems=[self.reason], steps=steps)
+        return Verdict(passed=self.passed, reasoning=self.reason, samples=0, steps=steps)
 
 
 def _undetermined(reason: str) -> Finding:
