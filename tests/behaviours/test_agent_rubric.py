@@ -57,6 +57,7 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
         "identified_before_write",
         "grounded_answer",
         "grounded_arguments",
+        "grounded_statements",
     ]
     for behaviour in BEHAVIOURS.values():
         assert behaviour.why and behaviour.description
@@ -81,6 +82,7 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "identified_before_write": None,
         "grounded_answer": None,
         "grounded_arguments": None,
+        "grounded_statements": True,
     }
     assert evaluated.undetermined == {
         "task_completed": "the task's expected actions decide the outcome (expected_actions)",
@@ -137,7 +139,13 @@ def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_
     }
     assert evaluated.failed == [] and evaluated.errors == {}
     # 42 is in the objective ("Review PR #42 ..."): the answer's number was given.
-    assert evaluated.passed == ["task_completed", "answered", "within_budget", "grounded_answer"]
+    assert evaluated.passed == [
+        "task_completed",
+        "answered",
+        "within_budget",
+        "grounded_answer",
+        "grounded_statements",
+    ]
     assert evaluated.score == 1.0 and evaluated.gate_passed is True
 
 

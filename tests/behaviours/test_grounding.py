@@ -175,10 +175,11 @@ def test_a_guessed_write_argument_fails() -> None:
 
 def test_the_three_are_in_the_agent_rubric_reported_not_scored() -> None:
     rubric = agent_rubric()
-    assert {name: rubric.weights[name] for name in list(rubric.weights)[-3:]} == {
+    assert {name: rubric.weights[name] for name in list(rubric.weights)[-4:]} == {
         "identified_before_write": 0.0,
         "grounded_answer": 0.0,
         "grounded_arguments": 0.0,
+        "grounded_statements": 0.0,
     }
     run = trace(
         call("cancel_order", order_id="#W9999999"),

@@ -572,3 +572,21 @@ def test_the_first_failing_step_is_the_earliest_a_failed_verdict_names() -> None
     assert result.first_failing_agent is None
     clean = Rubric("clean", [Criterion("ok", 1.0, lambda case: verdict(False))])
     assert clean.evaluate(Case(case_id="y")).first_failing_step is None
+
+
+def test_a_scored_failure_names_the_first_failing_step_before_a_reported_one() -> None:
+    from knowledgepulse.rubrics import Verdict
+
+    def failing(*steps: int) -> Any:
+        return lambda case: Verdict(passed=False, samples=0, steps=list(steps))
+
+    rubric = Rubric(
+        "mixed", [Criterion("scored", 1.0, failing(7)), Criterion("reported", 0.0, failing(2))]
+    )
+    result = rubric.evaluate(Case(case_id="x"))
+    assert (result.first_failing_step, result.first_failing_criterion) == (7, "scored")
+    alone = Rubric(
+        "alone",
+        [Criterion("scored", 1.0, lambda case: True), Criterion("reported", 0.0, failing(2))],
+    )
+    assert alone.evaluate(Case(case_id="y")).first_failing_step == 2

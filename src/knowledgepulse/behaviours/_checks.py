@@ -20,6 +20,7 @@ from ._facts import (
     DEFAULT_READ_ONLY_TOOLS,
     ExpectedAction,
     ToolCall,
+    _observation_failed,
     agent_steps,
     canonical_arguments,
     expected_actions,
@@ -234,9 +235,14 @@ class UnrecoveredError:
 
     step: int
     call: ToolCall | None
+    #: The agent step the error followed from: the call it answered, else (a log of messages
+    #: without tool calls, where an agent's code ran) the agent step just before it.
+    cause: int | None = None
 
     def describe(self) -> str:
         what = f" ({self.call.name} at step {self.call.step_id})" if self.call else ""
+        if self.call is None and self.cause is not None:
+            what = f" (after step {self.cause})"
         return f"the error at step {self.step}{what}"
 
 
@@ -252,8 +258,21 @@ def unrecovered_errors(
     scratch = tuple(scratch_tools)
     calls = tool_calls(trace)
     answered_by = {call.result_step: call for call in calls if call.result_step is not None}
+    # Observations that answer no call: the output of code an agent's message ran (a
+    # multi-agent log's executor). A later one that did not fail is a recovery too.
+    loose = [
+        step
+        for index, step in enumerate(trace.steps)
+        if step.type == "observation"
+        and not is_user_turn(step)
+        and step.step_id not in answered_by
+        and not _observation_failed(trace.steps, index)
+    ]
+    failures = {step.step_id for step in failed_observations(trace)}
     unrecovered: list[UnrecoveredError] = []
-    for observation in failed_observations(trace):
+    for index, observation in enumerate(trace.steps):
+        if observation.step_id not in failures:
+            continue
         failed_call = answered_by.get(observation.step_id)
         recovered = any(
             call.step_id > observation.step_id
@@ -261,10 +280,19 @@ def unrecovered_errors(
             and not call.failed
             and not is_read_only(call.name, scratch)
             for call in calls
-        )
+        ) or any(step.step_id > observation.step_id for step in loose)
         if not recovered:
-            unrecovered.append(UnrecoveredError(observation.step_id, failed_call))
+            cause = failed_call.step_id if failed_call is not None else _agent_before(trace, index)
+            unrecovered.append(UnrecoveredError(observation.step_id, failed_call, cause))
     return unrecovered
+
+
+def _agent_before(trace: ReasoningTrace, index: int) -> int | None:
+    """The id of the last agent step before the step at ``index`` (``None`` when none)."""
+    for step in reversed(trace.steps[:index]):
+        if step.type != "observation":
+            return step.step_id
+    return None
 
 
 def errors_recovered(
@@ -287,11 +315,9 @@ def errors_recovered(
             ids,
         )
     reason = "; ".join(error.describe() for error in left)
-    return Finding(
-        False,
-        f"{reason}: not followed by a call that succeeded",
-        tuple(error.step for error in left),
-    )
+    # The steps: each error and the step it followed from, where the failure began.
+    steps = tuple(step for error in left for step in (error.cause, error.step) if step is not None)
+    return Finding(False, f"{reason}: not followed by a call that succeeded", steps)
 
 
 # -- declared tools ----------------------------------------------------------------------------

@@ -380,6 +380,16 @@ BEHAVIOURS: dict[str, Behaviour] = {
             "Every id, e-mail and number passed to a write was given before it",
             (_WRITE_TOOLS, _READ_ONLY, _MIN_NUMBER),
         ),
+        Behaviour(
+            "grounded_statements",
+            0.0,
+            "reported, not scored: an agent's message may rightly state what it computed; "
+            "the first message stating a figure nothing before it wrote is where the run's "
+            "facts left its evidence, which locates a failure more than it decides one",
+            _grounding.grounded_statements,
+            "Every id and number an agent message states was written before it",
+            (_MIN_NUMBER,),
+        ),
     )
 }
 

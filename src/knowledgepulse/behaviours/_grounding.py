@@ -9,6 +9,7 @@ tool's output: the only places an agent can learn a fact from. Each check return
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -57,9 +58,9 @@ DEFAULT_IDENTIFY_TOOLS: tuple[str, ...] = (
     "get_customer*",
 )
 
-# An id: a token mixing letters and digits (HAT136, M20IZO, #W2378156, credit_card_7815826),
-# five characters or more. A number: digits with thousands separators and decimals.
-_ID = re.compile(r"(?<![\w#-])#?(?=\w*\d)(?=\w*[A-Za-z])\w{5,}(?![\w-])")
+# An id: a token mixing letters and at least two digits (HAT136, M20IZO, #W2378156,
+# credit_card_7815826), five characters or more; a name with one digit (python3) is a word. A number: digits with thousands separators and decimals.
+_ID = re.compile(r"(?<![\w#-])#?(?=\w*\d\w*\d)(?=\w*[A-Za-z])\w{5,}(?![\w-])")
 _NUMBER = re.compile(
     r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w-])|(?<![\w.,])\d+(?:\.\d+)?(?![\w-])"
 )
@@ -412,3 +413,61 @@ def grounded_arguments(
     more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
     steps = tuple(dict.fromkeys(value.step for value in missing if value.step is not None))
     return Finding(False, f"given by no one before the call: {shown}{more}", steps)
+
+
+# -- every agent statement grounded in what came before -----------------------------------------
+
+
+def ungrounded_statements(
+    trace: ReasoningTrace, *, min_number: float = 10
+) -> list[UngroundedValue]:
+    """The ids and numbers (at least ``min_number``; dates and times aside) that an agent
+    message (a thought, or an error recovery calling no tool) states and that nothing before it wrote: neither the objective, nor a
+    user turn, a tool's output or an earlier message of any agent. In a run of several agents
+    the first such message is where a figure entered the run from nowhere it shows."""
+    seen: list[str] = [trace.task.objective]
+    missing: list[UngroundedValue] = []
+    for step in trace.steps:
+        text = step.content or ""
+        if _is_message(step) and text:
+            given = _Given.of(seen)
+            ids = _ids(text)
+            ids_text = " ".join(ids)
+            for value in sorted(ids):
+                if not given.has_id(value):
+                    missing.append(UngroundedValue(step.step_id, value))
+            for value in sorted(_numbers(text)):
+                if value not in ids_text and not given.has_number(value, min_number):
+                    missing.append(UngroundedValue(step.step_id, value))
+        seen.append(text)
+        if step.input:
+            seen.append(json.dumps(step.input, ensure_ascii=False))
+    return missing
+
+
+def _is_message(step: Any) -> bool:
+    """An agent's message: a thought, or an error recovery that calls no tool (what an agent
+    said after a failure)."""
+    return step.type == "thought" or (step.type == "error_recovery" and step.tool is None)
+
+
+def grounded_statements(trace: ReasoningTrace, *, min_number: float = 10) -> Finding:
+    """Every id and number an agent message states was written before it, by the user, a tool
+    or another message (:func:`ungrounded_statements`); undetermined without agent messages."""
+    thoughts = [step for step in trace.steps if _is_message(step) and step.content]
+    if not thoughts:
+        return Finding(None, "the trace has no agent message")
+    missing = ungrounded_statements(trace, min_number=min_number)
+    if not missing:
+        return Finding(
+            True, f"the ids and numbers of the {len(thoughts)} agent messages were all given before"
+        )
+    steps = tuple(dict.fromkeys(value.step for value in missing if value.step is not None))
+    first = [value for value in missing if value.step == steps[0]]
+    shown = ", ".join(repr(value.value) for value in first[:4])
+    more = f"; {len(steps) - 1} later messages too" if len(steps) > 1 else ""
+    return Finding(
+        False,
+        f"step {steps[0]} states {shown}, written nowhere before it{more}",
+        steps,
+    )

@@ -178,7 +178,8 @@ class EvaluationResult(BaseModel):
     criteria) found: reasoning, samples, tokens. ``gate_passed`` is ``None`` when the rubric has
     no success gate. ``outcome_type`` is ``None`` only when no criterion with weight was
     determined (the score is then 0.0 and means nothing). ``first_failing_step`` is the
-    earliest step a failed verdict names (``None`` when no failed verdict names a step),
+    earliest step a failed verdict of a scored criterion names (of a criterion of weight 0
+    when none does; ``None`` when no failed verdict names a step),
     ``first_failing_criterion`` the criterion whose verdict names it (the first in rubric
     order on a tie) and ``first_failing_agent`` the agent that step belongs to, in a run of
     several agents whose steps say so.
@@ -379,16 +380,29 @@ def explain(
     return " ".join(sentences)
 
 
-def first_failure(verdicts: Mapping[str, Verdict]) -> tuple[int, str] | None:
+def first_failure(
+    verdicts: Mapping[str, Verdict], weights: Mapping[str, float] | None = None
+) -> tuple[int, str] | None:
     """(step, criterion): the earliest step a failed verdict names, and the first criterion
-    (in the mapping's order) whose failed verdict names it; ``None`` when none names a step."""
-    found: tuple[int, str] | None = None
-    for name, verdict in verdicts.items():
-        if verdict.passed is False and verdict.steps:
-            step = min(verdict.steps)
-            if found is None or step < found[0]:
-                found = (step, name)
-    return found
+    (in the mapping's order) whose failed verdict names it; ``None`` when none names a step.
+
+    With ``weights``, the criteria that weigh in the score are looked at first: a criterion of
+    weight 0 (reported, not scored) names the step only when no scored one names any."""
+
+    def earliest(names: list[str]) -> tuple[int, str] | None:
+        found: tuple[int, str] | None = None
+        for name in names:
+            verdict = verdicts[name]
+            if verdict.passed is False and verdict.steps:
+                step = min(verdict.steps)
+                if found is None or step < found[0]:
+                    found = (step, name)
+        return found
+
+    if weights is None:
+        return earliest(list(verdicts))
+    scored = [name for name in verdicts if weights.get(name, 0) > 0]
+    return earliest(scored) or earliest([name for name in verdicts if name not in scored])
 
 
 def step_agent(trace: ReasoningTrace | None, step_id: int) -> str | None:

@@ -359,7 +359,7 @@ class Rubric:
             undetermined=undetermined,
             verdicts=verdicts,
         )
-        first = first_failure(verdicts)
+        first = first_failure(verdicts, weights)
         return EvaluationResult(
             rubric=self.name,
             case_id=case.case_id,
