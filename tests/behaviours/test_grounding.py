@@ -191,3 +191,25 @@ def test_the_three_are_in_the_agent_rubric_reported_not_scored() -> None:
     assert evaluated.details["identified_before_write"] is False
     assert evaluated.details["grounded_arguments"] is False
     assert evaluated.score == 1.0  # weight 0: named, not scored
+
+
+def test_a_run_of_ten_thousand_steps_is_graded_in_linear_time() -> None:
+    # Bad input of issue 35: what was given grows step by step, never re-read per message.
+    import time
+
+    steps = []
+    for i in range(2500):
+        steps += [
+            say(f"Looking up order W{1000000 + i} for 1{i:04d} dollars"),
+            call("get_order", id=f"W{1000000 + i}"),
+            result(f"order W{1000000 + i} total {i}.50"),
+            user("ok, go on"),
+        ]
+    run = trace(*steps)
+    started = time.perf_counter()
+    evaluated = agent_rubric().evaluate(Case(trace=run))
+    assert time.perf_counter() - started < 20  # about 1.7 s on 2 busy cores
+    assert len(run.steps) == 10_000
+    # Each message states its own "1NNNN dollars", given by no one before: the first at step 0.
+    assert evaluated.verdicts["grounded_statements"].steps[:2] == [0, 4]
+    assert evaluated.first_failing_criterion == "within_budget"  # scored criteria name it
