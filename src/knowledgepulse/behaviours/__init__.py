@@ -77,6 +77,7 @@ from ._grounding import (
     unidentified_writes,
 )
 from ._schema_check import schema_problems
+from ._tools_file import ToolsFileError, read_tool_definitions, tool_definitions_of, with_tools
 
 __all__ = [
     "AGENT_RUBRIC",
@@ -100,6 +101,7 @@ __all__ = [
     "Parameter",
     "RubricSettingsError",
     "ToolCall",
+    "ToolsFileError",
     "UngroundedValue",
     "UnrecoveredError",
     "agent_rubric",
@@ -121,11 +123,13 @@ __all__ = [
     "known_tools",
     "load_agent_rubric",
     "no_loops",
+    "read_tool_definitions",
     "schema_problems",
     "state_changing_calls",
     "task_completed",
     "tool_calls",
     "tool_definitions",
+    "tool_definitions_of",
     "unconfirmed_writes",
     "ungrounded_answer_values",
     "ungrounded_arguments",
@@ -133,5 +137,6 @@ __all__ = [
     "unrecovered_errors",
     "user_turns",
     "valid_arguments",
+    "with_tools",
     "within_budget",
 ]
