@@ -96,6 +96,9 @@ def test_an_undetermined_criterion_is_shown_as_undetermined_with_its_reason() ->
         "weights": {"task_completed": 0.1, "no_loops": 0.1, "known_tools": 0.05},
         "undetermined": {"known_tools": "the trace declares no tools"},
         "explanation": "Score 0.75 (graceful_failure).",
+        "first_failing_step": 4,
+        "first_failing_criterion": "task_completed",
+        "first_failing_agent": "WebSurfer",
     }
     shown = page(
         responses={
@@ -105,6 +108,7 @@ def test_an_undetermined_criterion_is_shown_as_undetermined_with_its_reason() ->
         hash="#/trace/kp%3Atrace%3Ax",
     )
     assert shown["error"] == ""
+    assert "First failing step4 (task_completed, agent WebSurfer)" in shown["main"]
     criteria = shown["main"].split("CriteriaCriterionWeightResult", 1)[1].split("Score 0.75")[0]
     assert criteria == (
         "task_completed0.10✗ fail"

@@ -572,6 +572,9 @@
         ["Score", number(result.score)],
         ["Outcome", result.outcome_type],
         result.gate_passed !== null && result.gate_passed !== undefined ? ["Success gate", result.gate_passed ? "passed" : "failed"] : null,
+        result.first_failing_step !== null && result.first_failing_step !== undefined
+          ? ["First failing step", `${result.first_failing_step} (${result.first_failing_criterion || "?"}${result.first_failing_agent ? ", agent " + result.first_failing_agent : ""})`]
+          : null,
       ]),
       table("Criteria", ["Criterion", "Weight", "Result"], rows, "criteria"),
       h("p", { class: "explanation" }, result.explanation || "")
