@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,7 @@ READS = [
     "calculate",
     "think",
 ]
-BOOK = {
+BOOK: dict[str, Any] = {
     "type": "object",
     "properties": {
         "user_id": {"type": "string"},
@@ -45,7 +46,7 @@ BOOK = {
     },
     "required": ["user_id", "flight_type", "cabin", "insurance"],
 }
-OPENAI_TOOLS = [
+OPENAI_TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in READS
 ] + [{"type": "function", "function": {"name": "book_reservation", "parameters": BOOK}}]
 

@@ -71,9 +71,11 @@ from ._grounding import (
     UngroundedValue,
     grounded_answer,
     grounded_arguments,
+    grounded_statements,
     identified_before_write,
     ungrounded_answer_values,
     ungrounded_arguments,
+    ungrounded_statements,
     unidentified_writes,
 )
 from ._schema_check import schema_problems
@@ -118,6 +120,7 @@ __all__ = [
     "find_loops",
     "grounded_answer",
     "grounded_arguments",
+    "grounded_statements",
     "identified_before_write",
     "is_read_only",
     "known_tools",
@@ -133,6 +136,7 @@ __all__ = [
     "unconfirmed_writes",
     "ungrounded_answer_values",
     "ungrounded_arguments",
+    "ungrounded_statements",
     "unidentified_writes",
     "unrecovered_errors",
     "user_turns",

@@ -36,9 +36,11 @@ __all__ = [
     "UngroundedValue",
     "grounded_answer",
     "grounded_arguments",
+    "grounded_statements",
     "identified_before_write",
     "ungrounded_answer_values",
     "ungrounded_arguments",
+    "ungrounded_statements",
     "unidentified_writes",
 ]
 
