@@ -609,6 +609,14 @@ def main() -> None:
         f"recall figures (default: {_corpus.TAU_BENCH.relative_to(_corpus.ROOT)})",
     )
     parser.add_argument(
+        "--holdout",
+        type=Path,
+        metavar="DIR",
+        help="the folder of human-labelled runs (who-and-when/, agentrx/) of the agent "
+        "rubric's human-agreement card (default: $KP_HOLDOUT, else "
+        "shared/data/behaviour-holdout beside the repository)",
+    )
+    parser.add_argument(
         "--kb-ann-vectors",
         type=int,
         metavar="N",
@@ -688,6 +696,9 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         from ._agent_rubric import bench_agent_rubric
 
         bench_agent_rubric(args.tau_bench)
+        from ._human_agreement import bench_human_agreement
+
+        bench_human_agreement(args.holdout, ("who-and-when", "agentrx"))
     if "embedder" not in skip:
         bench_embedder(args.quick)
     if "bulk" not in skip:

@@ -32,17 +32,19 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
     from knowledgepulse.importers import convert
     from knowledgepulse.rubrics import Case, OutcomeAgreement, ReportBuilder
 
-    traces = [
-        trace for record in _corpus.load_tau_bench(path) for trace in convert("openai", record)
-    ]
-    cases = [Case(trace=trace, case_id=trace.id) for trace in traces]
+    records = _corpus.load_tau_bench(path)
+    labelled = [trace for record in records for trace in convert("openai", record)]
+    # The rubric grades each conversation without its reward: the importer turns the reward
+    # into metadata.success, which task_completed reads, so grading it would grade the label.
+    blinded = [trace for record in records for trace in convert("openai", without_reward(record))]
+    cases = [Case(trace=trace, case_id=trace.id) for trace in blinded]
     agreement = OutcomeAgreement()
     builder = ReportBuilder()
     started = time.perf_counter()
     results = [AGENT_RUBRIC.evaluate(case) for case in cases]
     seconds = time.perf_counter() - started
-    for case, result in zip(cases, results, strict=True):
-        agreement.add(case, result)
+    for trace, result in zip(labelled, results, strict=True):
+        agreement.add(Case(trace=trace, case_id=trace.id), result)
         builder.add(result)
     print(
         f"\nagent rubric on {path.name} ({agreement.count} conversations): "
@@ -64,6 +66,11 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
     )
     report(Figure("agent rubric: evaluation per conversation", seconds / len(cases) * 1e3, "ms"))
     _fixtures()
+
+
+def without_reward(record: dict[str, Any]) -> dict[str, Any]:
+    """A tau-bench record without its ``reward``: what the rubric may see of the run."""
+    return {key: value for key, value in record.items() if key != "reward"}
 
 
 def _print_ranked(figures: Any) -> None:
@@ -101,6 +108,6 @@ def _fixtures() -> None:
             determined = [n for n, ok in result.details.items() if ok is not None]
             failed = result.failed
             print(
-                f"  {fixture.name:<28} {len(determined)}/8 determined; "
+                f"  {fixture.name:<28} {len(determined)}/{len(result.details)} determined; "
                 f"failed: {', '.join(failed) or 'none'}"
             )

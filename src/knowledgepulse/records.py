@@ -224,7 +224,15 @@ class EvalRecord(_Line, EvaluationResult):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
     # Lines of rubrics without judged criteria read as they always did.
-    OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = ("index", "undetermined", "verdicts", "group")
+    OMIT_WHEN_NONE: ClassVar[tuple[str, ...]] = (
+        "index",
+        "undetermined",
+        "verdicts",
+        "group",
+        "first_failing_step",
+        "first_failing_criterion",
+        "first_failing_agent",
+    )
 
     schema_: Literal["knowledgepulse.eval/1"] = Field(default=EVAL_SCHEMA, alias="schema")
     source: str | None = None

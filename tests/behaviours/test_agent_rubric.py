@@ -46,6 +46,7 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
     assert AGENT_RUBRIC.weights == {name: b.weight for name, b in BEHAVIOURS.items()}
     assert list(AGENT_RUBRIC.weights) == [
         "expected_actions",
+        "task_completed",
         "no_loops",
         "errors_recovered",
         "known_tools",
@@ -53,6 +54,10 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
         "confirmed_before_write",
         "answered",
         "within_budget",
+        "identified_before_write",
+        "grounded_answer",
+        "grounded_arguments",
+        "grounded_statements",
     ]
     for behaviour in BEHAVIOURS.values():
         assert behaviour.why and behaviour.description
@@ -66,6 +71,7 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
     evaluated = AGENT_RUBRIC.evaluate(conversation())
     assert evaluated.details == {
         "expected_actions": True,
+        "task_completed": None,
         "no_loops": True,
         "errors_recovered": True,
         "known_tools": None,
@@ -73,10 +79,19 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "confirmed_before_write": True,
         "answered": True,
         "within_budget": True,
+        "identified_before_write": None,
+        "grounded_answer": None,
+        "grounded_arguments": None,
+        "grounded_statements": True,
     }
     assert evaluated.undetermined == {
+        "task_completed": "the task's expected actions decide the outcome (expected_actions)",
         "known_tools": "the trace declares no tools",
         "valid_arguments": "the trace declares no tools",
+        "identified_before_write": "the run neither calls nor declares a tool that identifies "
+        "the user",
+        "grounded_answer": "the final answer states no number or id",
+        "grounded_arguments": "the state-changing calls pass no id, e-mail or number to check",
     }
     assert evaluated.score == 1.0
     assert evaluated.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
@@ -90,7 +105,7 @@ def test_a_wrong_action_fails_the_gate_and_is_explained() -> None:
     evaluated = AGENT_RUBRIC.evaluate(conversation(flight="HAT2"))
     assert evaluated.details["expected_actions"] is False
     assert evaluated.gate_passed is False
-    assert math.isclose(evaluated.score, 0.5 / 0.9, abs_tol=1e-9)  # over the determined 0.9
+    assert math.isclose(evaluated.score, 0.4 / 0.8, abs_tol=1e-9)  # over the determined 0.8
     assert evaluated.outcome_type is OutcomeType.GRACEFUL_FAILURE
     assert evaluated.explanation.endswith(
         "Checked expected_actions: no: step 2 book differs from the expected call in flight"
@@ -98,7 +113,8 @@ def test_a_wrong_action_fails_the_gate_and_is_explained() -> None:
     # Weighted low, the failed outcome still cannot pass: the gate holds it back.
     light = agent_rubric({"criteria": {"expected_actions": {"weight": 0.05}}, "normalise": True})
     lightly = light.evaluate(conversation(flight="HAT2"))
-    assert lightly.score > 0.9 and lightly.outcome_type is OutcomeType.GRACEFUL_FAILURE
+    assert math.isclose(lightly.score, 0.40 / 0.45, abs_tol=1e-9)
+    assert lightly.outcome_type is OutcomeType.GRACEFUL_FAILURE
     ungated = agent_rubric(
         {"criteria": {"expected_actions": {"weight": 0.05}}, "normalise": True, "gate": False}
     )
@@ -118,9 +134,18 @@ def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_
         "known_tools": "the trace declares no tools",
         "valid_arguments": "the trace declares no tools",
         "confirmed_before_write": "the trace has no user turns after the task",
+        "identified_before_write": "the trace has no state-changing call",
+        "grounded_arguments": "the trace has no state-changing call",
     }
     assert evaluated.failed == [] and evaluated.errors == {}
-    assert evaluated.passed == ["answered", "within_budget"]
+    # 42 is in the objective ("Review PR #42 ..."): the answer's number was given.
+    assert evaluated.passed == [
+        "task_completed",
+        "answered",
+        "within_budget",
+        "grounded_answer",
+        "grounded_statements",
+    ]
     assert evaluated.score == 1.0 and evaluated.gate_passed is True
 
 
@@ -179,13 +204,13 @@ def test_settings_change_weights_parameters_and_thresholds(tmp_path: Path) -> No
     path.write_text(
         'rubric = "agent"\nname = "airline"\n'
         "[thresholds]\nsuccess = 0.9\n"
-        "[criteria.within_budget]\nmax_steps = 2\nweight = 0.15\n"
-        "[criteria.answered]\nweight = 0.05\n",
+        "[criteria.within_budget]\nmax_steps = 2\nweight = 0.10\n"
+        "[criteria.answered]\nweight = 0.0\n",
         encoding="utf-8",
     )
     rubric = load_agent_rubric(path)
     assert rubric.name == "airline" and rubric.thresholds.success == 0.9
-    assert rubric.weights["within_budget"] == 0.15 and rubric.weights["answered"] == 0.05
+    assert rubric.weights["within_budget"] == 0.10 and rubric.weights["answered"] == 0.0
     evaluated = rubric.evaluate(conversation())
     assert evaluated.details["within_budget"] is False
     assert evaluated.verdicts["within_budget"].reasoning == (
@@ -241,7 +266,7 @@ def test_settings_files_in_yaml_and_json(tmp_path: Path) -> None:
         ),
         (
             {"criteria": {"answered": {"weight": 0.5}}},
-            "rubric 'agent': weights sum to 1.4",
+            "rubric 'agent': weights sum to 1.45",
         ),
         ({"rubric": "scheduling"}, "rubric: only 'agent' can be configured, got 'scheduling'"),
         ({"thresholds": {"success": "x"}}, "thresholds.success: expected a number, got 'x'"),

@@ -156,3 +156,17 @@ def test_kp_eval_from_logs_rejects_a_bad_record_and_grades_the_rest(
     assert "records in: 2 = processed 1 + rejected 1" in err
     rejected = [json.loads(line) for line in rejects.read_text().splitlines()]
     assert len(rejected) == 1 and "traj" in json.dumps(rejected[0])
+
+
+def test_kp_eval_agent_report_fits_80_columns_and_tells_failing_cases_apart(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 35 item 7: the criteria table was 98 columns wide and its failing-cases column
+    # showed "kp:trace:openai:tau…" for every case.
+    monkeypatch.setenv("COLUMNS", "80")
+    code, _, err = kp(capsys, "eval", str(SAMPLE), "--from", "openai", "--rubric", "agent")
+    assert code == 0, err
+    assert max(len(line) for line in err.splitlines()) <= 80
+    assert "Failing cases (ids after kp:trace:openai:tau-bench:)" in err
+    assert "│ expected_actions    │ task-0:trial-0, task-15:trial-0 │" in err
+    assert "tau…" not in err

@@ -292,6 +292,7 @@ def test_registry() -> None:
         "openhands",
         "tau2",
         "harbor-traces",
+        "who-and-when",
     }
     for name, importer in FORMATS.items():
         assert importer.name == name

@@ -121,3 +121,31 @@ def test_logs_endpoint(url: str, expected: str) -> None:
 def test_logs_endpoint_refuses_what_is_not_http() -> None:
     with pytest.raises(ValueError, match="expected an http"):
         logs_endpoint("localhost:4318")
+
+
+def test_the_first_failing_step_is_in_the_result_its_line_and_the_event() -> None:
+    # Issue 35 item 2: where a run failed was prose in a verdict's reasoning ("step 26").
+    from knowledgepulse.behaviours import AGENT_RUBRIC
+    from knowledgepulse.importers import convert
+    from knowledgepulse.records import EvalRecord
+
+    sample = json.loads((Path(__file__).parents[1] / "data" / "tau_bench_sample.json").read_text())
+    traces = [trace for record in sample for trace in convert("openai", record)]
+    wrong = next(t for t in traces if t.id.endswith("task-0:trial-0"))
+    result = AGENT_RUBRIC.evaluate(Case(trace=wrong, case_id=wrong.id))
+    assert result.verdicts["expected_actions"].steps == [26]
+    assert result.verdicts["grounded_answer"].steps == [28]
+    assert (result.first_failing_step, result.first_failing_criterion) == (26, "expected_actions")
+    assert result.first_failing_agent is None  # one agent: nothing to name
+    line = EvalRecord.of(result).to_dict()
+    assert (line["first_failing_step"], line["first_failing_criterion"]) == (26, "expected_actions")
+    assert "first_failing_agent" not in line
+    right = next(t for t in traces if t.id.endswith("task-12:trial-3"))
+    passed = EvalRecord.of(AGENT_RUBRIC.evaluate(Case(trace=right))).to_dict()
+    assert "first_failing_step" not in passed  # lines of runs without a failure read as before
+    with otlp_receiver() as receiver:
+        emit_evaluation_events([result], receiver.url)
+    (event,) = receiver.events
+    assert event.attributes["kp.first_failing_step"] == 26
+    assert event.attributes["kp.first_failing_criterion"] == "expected_actions"
+    assert "kp.first_failing_agent" not in event.attributes

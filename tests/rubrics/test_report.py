@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from rich.console import Console, Group
 
 from knowledgepulse.rubrics import (
@@ -20,6 +21,7 @@ from knowledgepulse.rubrics import (
     evaluate_many,
     load_cases,
 )
+from knowledgepulse.rubrics._report import shared_prefix
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scheduling.jsonl"
 
@@ -263,3 +265,28 @@ def test_example_data_set_report() -> None:
         "sched-026",
         "sched-027",
     ]
+
+
+def test_failing_cases_are_listed_below_without_the_prefix_their_ids_share() -> None:
+    rubric = Rubric("one", [Criterion("a", 1.0, flag("a"))])
+    ids = [f"kp:trace:openai:tau-bench:task-{i}:trial-0" for i in range(3)]
+    report = evaluate_many(rubric, (Case(case_id=case_id) for case_id in ids))
+    text = report.render_text(width=80)
+    assert "Failing cases (ids after kp:trace:openai:tau-bench:)" in text
+    assert "│ a         │ task-0:trial-0, task-1:trial-0, task-2:trial-0" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+@pytest.mark.parametrize(
+    ("case_ids", "prefix"),
+    [
+        (["kp:trace:a:x-1", "kp:trace:a:x-2"], "kp:trace:a:"),  # never cut mid-word
+        (["runs/a.json", "runs/b.json"], "runs/"),
+        (["kp:trace:a", "kp:trace:a"], ""),  # one distinct id: nothing to tell apart
+        (["kp:trace:", "kp:trace:x"], ""),  # would leave an id empty
+        (["one", "two"], ""),
+        ([], ""),
+    ],
+)
+def test_shared_prefix(case_ids: list[str], prefix: str) -> None:
+    assert shared_prefix(case_ids) == prefix

@@ -549,3 +549,44 @@ def test_score_is_the_sum_of_passed_weights_and_the_outcome_follows_thresholds(
         assert result.outcome_type is OutcomeType.HARD_FAILURE
     if all(ok for _, ok in spec):
         assert score == 1.0
+
+
+def test_the_first_failing_step_is_the_earliest_a_failed_verdict_names() -> None:
+    from knowledgepulse.rubrics import Verdict
+
+    def verdict(passed: bool | None, *steps: int) -> Verdict:
+        return Verdict(passed=passed, samples=0, steps=list(steps))
+
+    rubric = Rubric(
+        "where",
+        [
+            Criterion("late", 0.25, lambda case: verdict(False, 9, 4)),
+            Criterion("early_pass", 0.25, lambda case: verdict(True, 1)),
+            Criterion("tied", 0.25, lambda case: verdict(False, 4)),
+            Criterion("whole_run", 0.25, lambda case: verdict(False)),
+        ],
+    )
+    result = rubric.evaluate(Case(case_id="x"))
+    # The earliest failed step is 4; "late" names it first in rubric order.
+    assert (result.first_failing_step, result.first_failing_criterion) == (4, "late")
+    assert result.first_failing_agent is None
+    clean = Rubric("clean", [Criterion("ok", 1.0, lambda case: verdict(False))])
+    assert clean.evaluate(Case(case_id="y")).first_failing_step is None
+
+
+def test_a_scored_failure_names_the_first_failing_step_before_a_reported_one() -> None:
+    from knowledgepulse.rubrics import Verdict
+
+    def failing(*steps: int) -> Any:
+        return lambda case: Verdict(passed=False, samples=0, steps=list(steps))
+
+    rubric = Rubric(
+        "mixed", [Criterion("scored", 1.0, failing(7)), Criterion("reported", 0.0, failing(2))]
+    )
+    result = rubric.evaluate(Case(case_id="x"))
+    assert (result.first_failing_step, result.first_failing_criterion) == (7, "scored")
+    alone = Rubric(
+        "alone",
+        [Criterion("scored", 1.0, lambda case: True), Criterion("reported", 0.0, failing(2))],
+    )
+    assert alone.evaluate(Case(case_id="y")).first_failing_step == 2

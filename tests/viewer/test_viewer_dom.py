@@ -96,3 +96,36 @@ def test_the_reader_is_told_what_its_key_cannot_see() -> None:
     ) in shown["main"]
     alone = page(responses={"/v1/stats": [200, SERVE_STATS], "/v1/traces": [200, EMPTY_PAGE]})
     assert "hidden from this key" not in alone["main"]
+
+
+def test_an_undetermined_criterion_is_shown_as_undetermined_with_its_reason() -> None:
+    # Issue 35 item 7: the rubric section showed every criterion that did not pass as
+    # "✗ fail", undetermined ones (null in details) included; kp report shows them apart.
+    evaluation = {
+        "rubric": "agent",
+        "score": 0.75,
+        "outcome_type": "graceful_failure",
+        "gate_passed": False,
+        "details": {"task_completed": False, "no_loops": True, "known_tools": None},
+        "weights": {"task_completed": 0.1, "no_loops": 0.1, "known_tools": 0.05},
+        "undetermined": {"known_tools": "the trace declares no tools"},
+        "explanation": "Score 0.75 (graceful_failure).",
+        "first_failing_step": 4,
+        "first_failing_criterion": "task_completed",
+        "first_failing_agent": "WebSurfer",
+    }
+    shown = page(
+        responses={
+            "/v1/stats": [200, {"traces": 1, "groups": 0}],
+            "/v1/traces/kp%3Atrace%3Ax": [200, {"trace": None, "record": None, "eval": evaluation}],
+        },
+        hash="#/trace/kp%3Atrace%3Ax",
+    )
+    assert shown["error"] == ""
+    assert "First failing step4 (task_completed, agent WebSurfer)" in shown["main"]
+    criteria = shown["main"].split("CriteriaCriterionWeightResult", 1)[1].split("Score 0.75")[0]
+    assert criteria == (
+        "task_completed0.10✗ fail"
+        "no_loops0.10✓ pass"
+        "known_tools0.05? undetermined — the trace declares no tools"
+    )

@@ -4,7 +4,8 @@ Library functions read one trace: :func:`find_loops`, :func:`unrecovered_errors`
 :func:`unconfirmed_writes`, :func:`tool_calls`, :func:`expected_actions`, ... Each check
 (:func:`expected_actions_match`, :func:`no_loops`, :func:`errors_recovered`,
 :func:`known_tools`, :func:`valid_arguments`, :func:`confirmed_before_write`,
-:func:`answered`, :func:`within_budget`) returns a :class:`Finding`: yes, no, or undetermined
+:func:`answered`, :func:`within_budget`, and :func:`task_completed`, which reads the
+trace's own :func:`failure_signs`) returns a :class:`Finding`: yes, no, or undetermined
 when the trace lacks what it needs, with a one-line reason naming the steps.
 
 :func:`behaviour_criterion` turns a check into a rubric
@@ -14,11 +15,15 @@ when the trace lacks what it needs, with a one-line reason naming the steps.
 """
 
 from ._checks import (
+    DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
+    DEFAULT_FAILURE_PATTERN,
+    DEFAULT_HANDOFF_PATTERN,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
+    FailureSign,
     Finding,
     Loop,
     UnrecoveredError,
@@ -26,10 +31,13 @@ from ._checks import (
     confirmed_before_write,
     errors_recovered,
     expected_actions_match,
+    failure_signs,
+    final_answer,
     find_loops,
     known_tools,
     no_loops,
     state_changing_calls,
+    task_completed,
     unconfirmed_writes,
     unrecovered_errors,
     valid_arguments,
@@ -58,13 +66,30 @@ from ._facts import (
     tool_definitions,
     user_turns,
 )
+from ._grounding import (
+    DEFAULT_IDENTIFY_TOOLS,
+    UngroundedValue,
+    grounded_answer,
+    grounded_arguments,
+    grounded_statements,
+    identified_before_write,
+    ungrounded_answer_values,
+    ungrounded_arguments,
+    ungrounded_statements,
+    unidentified_writes,
+)
 from ._schema_check import schema_problems
+from ._tools_file import ToolsFileError, read_tool_definitions, tool_definitions_of, with_tools
 
 __all__ = [
     "AGENT_RUBRIC",
     "BEHAVIOURS",
+    "DEFAULT_BUDGET_PATTERN",
     "DEFAULT_CONSENT_PATTERN",
+    "DEFAULT_FAILURE_PATTERN",
+    "DEFAULT_HANDOFF_PATTERN",
     "DEFAULT_HANDOFF_TOOLS",
+    "DEFAULT_IDENTIFY_TOOLS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_READ_ONLY_TOOLS",
     "DEFAULT_SCRATCH_TOOLS",
@@ -72,11 +97,14 @@ __all__ = [
     "Behaviour",
     "BehaviourCheck",
     "ExpectedAction",
+    "FailureSign",
     "Finding",
     "Loop",
     "Parameter",
     "RubricSettingsError",
     "ToolCall",
+    "ToolsFileError",
+    "UngroundedValue",
     "UnrecoveredError",
     "agent_rubric",
     "answered",
@@ -87,18 +115,32 @@ __all__ = [
     "expected_actions_match",
     "expected_outputs",
     "failed_observations",
+    "failure_signs",
+    "final_answer",
     "find_loops",
+    "grounded_answer",
+    "grounded_arguments",
+    "grounded_statements",
+    "identified_before_write",
     "is_read_only",
     "known_tools",
     "load_agent_rubric",
     "no_loops",
+    "read_tool_definitions",
     "schema_problems",
     "state_changing_calls",
+    "task_completed",
     "tool_calls",
     "tool_definitions",
+    "tool_definitions_of",
     "unconfirmed_writes",
+    "ungrounded_answer_values",
+    "ungrounded_arguments",
+    "ungrounded_statements",
+    "unidentified_writes",
     "unrecovered_errors",
     "user_turns",
     "valid_arguments",
+    "with_tools",
     "within_budget",
 ]

@@ -21,9 +21,12 @@ from typing import Any, Literal
 from .._schema import ReasoningTrace
 from ..io._settings import SettingsFileError, read_settings_file
 from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
-from . import _checks
+from . import _checks, _grounding
 from ._checks import (
+    DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
+    DEFAULT_FAILURE_PATTERN,
+    DEFAULT_HANDOFF_PATTERN,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
@@ -31,6 +34,7 @@ from ._checks import (
     Finding,
 )
 from ._facts import DEFAULT_READ_ONLY_TOOLS
+from ._grounding import DEFAULT_IDENTIFY_TOOLS
 
 __all__ = [
     "AGENT_RUBRIC",
@@ -57,7 +61,7 @@ class Parameter:
     ``why`` that default."""
 
     name: str
-    kind: Literal["count", "patterns", "regex"]
+    kind: Literal["count", "patterns", "regex", "flag"]
     default: Any
     why: str
     minimum: int = 1
@@ -69,6 +73,10 @@ class Parameter:
                 raise RubricSettingsError(
                     f"{where}: expected a whole number >= {self.minimum}, got {value!r}"
                 )
+            return value
+        if self.kind == "flag":
+            if not isinstance(value, bool):
+                raise RubricSettingsError(f"{where}: expected true or false, got {value!r}")
             return value
         if self.kind == "patterns":
             if (
@@ -131,6 +139,22 @@ _READ_ONLY = Parameter(
     "calculate and think are scratch tools",
 )
 
+_WRITE_TOOLS = Parameter(
+    "write_tools",
+    "patterns",
+    DEFAULT_WRITE_TOOLS,
+    "the verbs that name writes (book_*, cancel_*, update_*, send_*, ...); the tools the "
+    "task's expected actions name count too",
+)
+
+_MIN_NUMBER = Parameter(
+    "min_number",
+    "count",
+    10,
+    "smaller numbers are counts and list items, not facts a tool or the user must give",
+    minimum=0,
+)
+
 #: The behaviour checks, in the ``agent`` rubric's order.
 BEHAVIOURS: dict[str, Behaviour] = {
     behaviour.name: behaviour
@@ -143,6 +167,56 @@ BEHAVIOURS: dict[str, Behaviour] = {
             _checks.expected_actions_match,
             "The state-changing tool calls equal the task's expected actions (name and arguments)",
             (_READ_ONLY,),
+        ),
+        Behaviour(
+            "task_completed",
+            0.10,
+            "the outcome when no expected actions are given: the trace's own word (its "
+            "success flag, a final answer admitting failure or handing the task off, a failed "
+            "last call, a budget stop); with expected_actions it is the success gate",
+            _checks.task_completed,
+            "The trace shows no sign of failure (success flag, admission, handoff, error, budget)",
+            (
+                Parameter(
+                    "failure_pattern",
+                    "regex",
+                    DEFAULT_FAILURE_PATTERN,
+                    "the words a final answer admits failure with (could not, unable to, failed "
+                    "to, incomplete, without a recommendation); not cannot, which tells a limit",
+                ),
+                Parameter(
+                    "handoff_pattern",
+                    "regex",
+                    DEFAULT_HANDOFF_PATTERN,
+                    "escalated, transferred, handed over: the task left to someone else",
+                ),
+                Parameter(
+                    "budget_pattern",
+                    "regex",
+                    DEFAULT_BUDGET_PATTERN,
+                    "the stop reasons of a run cut by its budget (max_tokens, length, "
+                    "exit_cost, max_steps, a limit or timeout)",
+                ),
+                Parameter(
+                    "handoff_tools",
+                    "patterns",
+                    DEFAULT_HANDOFF_TOOLS,
+                    "a run ending in a call to one hands the task over",
+                ),
+                Parameter(
+                    "write_tools",
+                    "patterns",
+                    DEFAULT_WRITE_TOOLS,
+                    "a handoff after a write that succeeded did part of the task",
+                ),
+                _READ_ONLY,
+                Parameter(
+                    "scratch_tools",
+                    "patterns",
+                    DEFAULT_SCRATCH_TOOLS,
+                    "a note or computation after a failed call leaves the error at the end",
+                ),
+            ),
         ),
         Behaviour(
             "no_loops",
@@ -229,7 +303,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
         ),
         Behaviour(
             "answered",
-            0.10,
+            0.05,
             "a run that ends without telling the user the result leaves them guessing",
             _checks.answered,
             "The run ends with a non-empty answer to the user (or hands them over)",
@@ -245,7 +319,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
         ),
         Behaviour(
             "within_budget",
-            0.10,
+            0.05,
             "cost and latency grow with every step; the default is tau-bench's own limit",
             _checks.within_budget,
             f"At most {DEFAULT_MAX_STEPS} agent steps",
@@ -257,6 +331,64 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     "tau-bench stops a conversation after 30 agent actions (max_num_steps)",
                 ),
             ),
+        ),
+        # The three below are reported, not scored (weight 0): on tau-bench airline they
+        # fail on runs the reward calls successful about as often as on failed ones
+        # (docs/rubrics.md gives the counts), so a weight would cost agreement. They name
+        # where a run went wrong, and a rubric file can weigh them.
+        Behaviour(
+            "identified_before_write",
+            0.0,
+            "reported, not scored: airline policy lets a reservation's details stand for the "
+            "user's, so the default order flags correct runs as often as wrong ones",
+            _grounding.identified_before_write,
+            "Every state-changing call comes after the user was identified",
+            (
+                Parameter(
+                    "identify_tools",
+                    "patterns",
+                    DEFAULT_IDENTIFY_TOOLS,
+                    "the lookups that identify a user in the tool sets seen (get_user_details, "
+                    "find_user_id_*) and the verbs authenticate, verify, identify",
+                ),
+                Parameter(
+                    "in_order",
+                    "flag",
+                    False,
+                    "off: any identifying call will do; on: each of identify_tools, in the "
+                    "order listed (the policy's order), before the first write",
+                ),
+                _WRITE_TOOLS,
+                _READ_ONLY,
+            ),
+        ),
+        Behaviour(
+            "grounded_answer",
+            0.0,
+            "reported, not scored: the policy's own figures (a 24-hour window, a $50 "
+            "certificate) live in a system prompt no importer keeps as a step",
+            _grounding.grounded_answer,
+            "Every number and id in the final answer was given by a tool or the user",
+            (_MIN_NUMBER,),
+        ),
+        Behaviour(
+            "grounded_arguments",
+            0.0,
+            "reported, not scored: as grounded_answer, amounts the policy sets are given "
+            "nowhere in the trace",
+            _grounding.grounded_arguments,
+            "Every id, e-mail and number passed to a write was given before it",
+            (_WRITE_TOOLS, _READ_ONLY, _MIN_NUMBER),
+        ),
+        Behaviour(
+            "grounded_statements",
+            0.0,
+            "reported, not scored: an agent's message may rightly state what it computed; "
+            "the first message stating a figure nothing before it wrote is where the run's "
+            "facts left its evidence, which locates a failure more than it decides one",
+            _grounding.grounded_statements,
+            "Every id and number an agent message states was written before it",
+            (_MIN_NUMBER,),
         ),
     )
 }
@@ -307,18 +439,24 @@ def behaviour_criterion(name: str, weight: float | None = None, **parameters: An
     )
 
 
-class ExpectedActionsGate:
-    """The agent rubric's success gate: the expected actions were taken, or the ground truth
-    lists none to compare (an undetermined outcome does not block success)."""
+class OutcomeGate:
+    """The agent rubric's success gate: neither outcome criterion failed. The expected actions
+    were taken (or the ground truth lists none to compare), and, without expected actions, the
+    trace shows no sign of failure (``task_completed``); an undetermined outcome does not block
+    success."""
 
-    description = "the expected actions were taken"
+    description = "the expected actions were taken and the trace shows no sign of failure"
 
-    def __init__(self, check: BehaviourCheck) -> None:
-        self.check = check
-        self.__name__ = "expected_actions_taken"
+    def __init__(self, checks: Sequence[BehaviourCheck]) -> None:
+        self.checks = tuple(checks)
+        self.__name__ = "outcome_reached"
 
     def __call__(self, case: Case) -> bool:
-        return self.check(case).passed is not False
+        return all(check(case).passed is not False for check in self.checks)
+
+
+#: The criteria whose failure blocks success (the outcome criteria), in the order checked.
+_OUTCOME_CRITERIA = ("expected_actions", "task_completed")
 
 
 _TOP_LEVEL = ("rubric", "name", "description", "normalise", "gate", "thresholds", "criteria")
@@ -369,7 +507,7 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
                 f"{prefix}criteria.{key}: unknown criterion" + _known(str(key), list(BEHAVIOURS))
             )
     criteria = []
-    outcome_check: BehaviourCheck | None = None
+    outcome_checks: list[BehaviourCheck] = []
     for behaviour in BEHAVIOURS.values():
         given = chosen.get(behaviour.name) or {}
         at = f"{prefix}criteria.{behaviour.name}"
@@ -387,8 +525,8 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
         parameters = {key: value for key, value in given.items() if key != "weight"}
         values = behaviour.settings(parameters, at)
         check = BehaviourCheck(behaviour, values)
-        if behaviour.name == "expected_actions":
-            outcome_check = check
+        if behaviour.name in _OUTCOME_CRITERIA:
+            outcome_checks.append(check)
         criteria.append(
             Criterion(
                 behaviour.name,
@@ -401,8 +539,8 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
         return Rubric(
             name,
             criteria,
-            success_gate=ExpectedActionsGate(outcome_check) if gate and outcome_check else None,
-            gate_description=ExpectedActionsGate.description if gate else None,
+            success_gate=OutcomeGate(outcome_checks) if gate and outcome_checks else None,
+            gate_description=OutcomeGate.description if gate else None,
             thresholds=thresholds,
             normalise=normalise,
             description=description,

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -50,7 +50,8 @@ _GROUP_ALIASES = {"task": "metadata.kp_import.task"}
         "  kp eval examples/scheduling.jsonl --rubric scheduling\n"
         "  kp eval results.json --from openai --rubric agent --group-by task\n"
         "  kp eval cases.jsonl --rubric my_package.rubrics:SUPPORT_RUBRIC -o results.jsonl\n"
-        "  kp eval cases.jsonl --rubric rubrics.py:RUBRIC --report-json report.json --fail-under 0.8"
+        "  kp eval cases.jsonl --rubric rubrics.py:RUBRIC --report-json report.json --fail-under 0.8\n"
+        "  kp eval results.json --from openai --rubric agent --tools tools.json"
     ),
 )
 @click.argument("cases", nargs=-1, required=True, metavar="CASES...")
@@ -86,6 +87,14 @@ _GROUP_ALIASES = {"task": "metadata.kp_import.task"}
     is_flag=True,
     help="Exit 0 even when a check raised (the error still fails its criterion).",
 )
+@click.option(
+    "--tools",
+    "tools_file",
+    metavar="FILE",
+    help="Tool definitions for traces whose logs kept none, so known_tools and "
+    "valid_arguments can decide: OpenAI's tools list (tau-bench's tools_info) or an MCP "
+    "tools/list answer, as JSON.",
+)
 @from_option()
 @judge_options
 @integration_options("eval")
@@ -100,6 +109,7 @@ def eval_command(
     fail_under: float | None,
     min_pass_rate: tuple[str, ...],
     allow_check_errors: bool,
+    tools_file: str | None,
     source_format: str,
     junit: str | None,
     group_by: str | None,
@@ -108,6 +118,7 @@ def eval_command(
     quiet: bool,
 ) -> None:
     """Grade cases with a rubric of weighted yes/no criteria; print the report."""
+    from ..behaviours import with_tools
     from ..records import EvalRecord
     from ..rubrics import CaseError, OutcomeAgreement, ReportBuilder, resolve_rubric
 
@@ -120,6 +131,7 @@ def eval_command(
         rubric = resolve_rubric(rubric_name).validate()
     except (ValueError, ImportError) as exc:
         raise click.BadParameter(str(exc), param_hint="--rubric") from None
+    tools = _tools(tools_file)
     items = _cases(files, source_format, rubric)
     group_by = _GROUP_ALIASES.get(group_by, group_by) if group_by else group_by
     builder = ReportBuilder()
@@ -149,6 +161,8 @@ def eval_command(
                 if case is None:  # a record that held no trace: nothing to grade
                     tally.processed += count
                     continue
+                if tools and case.trace is not None:
+                    case = dataclasses.replace(case, trace=with_tools(case.trace, tools))
                 with sinks.timed():
                     result = rubric.evaluate(case)
                 line = EvalRecord.of(
@@ -228,6 +242,19 @@ def _cases(
             first = dataclasses.replace(records[0], data=trace.to_dict())
             counted = len(records) if position == last and not conversion.problems else 0
             yield [first, *records[1:]], Case(trace=trace, case_id=trace.id), counted
+
+
+def _tools(path: str | None) -> list[dict[str, Any]]:
+    """The tools of ``--tools FILE`` (none without it); a bad file is a usage error naming
+    the file and the field."""
+    if path is None:
+        return []
+    from ..behaviours import ToolsFileError, read_tool_definitions
+
+    try:
+        return read_tool_definitions(path)
+    except ToolsFileError as exc:
+        raise click.BadParameter(str(exc), param_hint="--tools") from None
 
 
 def _parse_min_pass_rates(values: tuple[str, ...]) -> dict[str, float]:

@@ -47,6 +47,7 @@ from .openhands import from_openhands
 from .otel import from_otel
 from .swe_agent import from_mini_swe_agent, from_swe_agent
 from .tau2 import from_tau2
+from .who_and_when import from_who_and_when
 
 __all__ = [
     "FORMATS",
@@ -75,6 +76,7 @@ __all__ = [
     "from_otel",
     "from_swe_agent",
     "from_tau2",
+    "from_who_and_when",
     "looks_like_error",
     "read_traces",
     "read_traces_from_paths",

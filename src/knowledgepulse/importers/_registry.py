@@ -24,6 +24,7 @@ from .langsmith import langsmith_traces
 from .openai import from_openai, is_responses_items
 from .openai_agents import from_openai_agents
 from .otel import from_otel
+from .who_and_when import from_who_and_when, is_who_and_when_record
 
 __all__ = [
     "FORMATS",
@@ -121,6 +122,11 @@ FORMATS: dict[str, Importer] = {
     ),
     "gemini": Importer("gemini", "Gemini generateContent requests and responses", from_gemini),
     "bedrock": Importer("bedrock", "Amazon Bedrock Converse requests and responses", from_bedrock),
+    "who-and-when": Importer(
+        "who-and-when",
+        "multi-agent role/name/content logs as Who&When keeps them (Magentic-One, AG2)",
+        from_who_and_when,
+    ),
 }
 # Agent harnesses' own logs (Claude Code, Codex, Inspect AI, SWE-agent, OpenHands, tau2-bench).
 FORMATS.update(
@@ -220,6 +226,8 @@ def _detect_by_fields(first: Mapping[str, Any], items: list[Any]) -> str | None:
         return "atif"
     if is_langsmith_batch(first):
         return "langsmith-batch"
+    if is_who_and_when_record(first):
+        return "who-and-when"
     if "run_type" in first or "child_runs" in first or "dotted_order" in first:
         return "langsmith"
     return None

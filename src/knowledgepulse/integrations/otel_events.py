@@ -10,7 +10,11 @@ with the GenAI semantic-convention attributes:
 - ``gen_ai.evaluation.explanation``: the result's explanation;
 - ``gen_ai.response.id``: when the trace knows the model response it grades
   (``metadata.kp_import.response_id``);
-- ``error.type``: when a check (or the success gate) raised, the exception's type name.
+- ``error.type``: when a check (or the success gate) raised, the exception's type name;
+- ``kp.first_failing_step``, ``kp.first_failing_criterion`` and ``kp.first_failing_agent``:
+  where the run first went wrong (the earliest step a failed verdict names, the criterion
+  naming it, and in a run of several agents the agent of that step), when the result knows;
+  the GenAI conventions have no attribute for it yet.
 
 A trace imported from OpenTelemetry keeps its ``otel_trace_id`` and ``otel_span_id`` in
 ``metadata.kp_import``; its events carry that trace and span id, so a tracing backend shows
@@ -71,6 +75,9 @@ class EvaluationEvent:
     error_type: str | None = None
     trace_id: str | None = None
     span_id: str | None = None
+    first_failing_step: int | None = None
+    first_failing_criterion: str | None = None
+    first_failing_agent: str | None = None
 
     @classmethod
     def of_result(
@@ -84,7 +91,10 @@ class EvaluationEvent:
             label=result.outcome_type.value if result.outcome_type is not None else "undetermined",
             explanation=result.explanation,
             error_type=_error_type(raised[0]) if raised else None,
-            **_trace_context(trace),
+            first_failing_step=result.first_failing_step,
+            first_failing_criterion=result.first_failing_criterion,
+            first_failing_agent=result.first_failing_agent,
+            **_context(trace),
         )
 
     @classmethod
@@ -101,7 +111,7 @@ class EvaluationEvent:
             score=score.value,
             label=label,
             explanation=score.explanation,
-            **_trace_context(trace),
+            **_context(trace),
         )
 
     def attributes(self) -> dict[str, str | float]:
@@ -113,8 +123,17 @@ class EvaluationEvent:
             "gen_ai.evaluation.explanation": self.explanation,
             "gen_ai.response.id": self.response_id,
             "error.type": self.error_type,
+            "kp.first_failing_step": self.first_failing_step,
+            "kp.first_failing_criterion": self.first_failing_criterion,
+            "kp.first_failing_agent": self.first_failing_agent,
         }
         return {key: value for key, value in values.items() if value is not None}
+
+
+def _context(trace: ReasoningTrace | None) -> dict[str, Any]:
+    """:func:`_trace_context` typed for ``EvaluationEvent(**...)``, whose other fields are
+    not all strings."""
+    return dict(_trace_context(trace))
 
 
 def _trace_context(trace: ReasoningTrace | None) -> dict[str, str | None]:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .._errors import KnowledgePulseError
+from .._schema import ReasoningTrace
 from ._case import Case
 
 __all__ = [
@@ -29,10 +30,12 @@ __all__ = [
     "describe_error",
     "determined_weight",
     "explain",
+    "first_failure",
     "format_number",
     "run_check",
     "run_criterion",
     "score_of",
+    "step_agent",
 ]
 
 #: Tolerance for the weight sum and for threshold comparisons (SPEC §3).
@@ -61,7 +64,9 @@ class Verdict(BaseModel):
     answers came from the cache, and ``problems``: why answers were undetermined. A check that
     asks no model (the behaviour checks of :mod:`knowledgepulse.behaviours`) gives ``samples``
     0; its ``reasoning`` is the finding's reason, and a failed one is explained as
-    ``Checked NAME: no: reason`` rather than ``Judged``.
+    ``Checked NAME: no: reason`` rather than ``Judged``. ``steps`` lists the ids of the trace
+    steps the verdict is about (for a failure, where it happened), in the trace's order;
+    empty when it is about the run as a whole or the check names none.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -79,6 +84,7 @@ class Verdict(BaseModel):
     completion_tokens: int = 0
     cached: int = 0
     problems: list[str] = []
+    steps: list[int] = []
 
     def __bool__(self) -> bool:
         # A verdict used as a bool (`judged(case) and other(case)`) must not turn an
@@ -171,7 +177,12 @@ class EvaluationResult(BaseModel):
     criterion to why; ``verdicts`` keeps what checks that returned a :class:`Verdict` (judged
     criteria) found: reasoning, samples, tokens. ``gate_passed`` is ``None`` when the rubric has
     no success gate. ``outcome_type`` is ``None`` only when no criterion with weight was
-    determined (the score is then 0.0 and means nothing).
+    determined (the score is then 0.0 and means nothing). ``first_failing_step`` is the
+    earliest step a failed verdict of a scored criterion names (of a criterion of weight 0
+    when none does; ``None`` when no failed verdict names a step),
+    ``first_failing_criterion`` the criterion whose verdict names it (the first in rubric
+    order on a tie) and ``first_failing_agent`` the agent that step belongs to, in a run of
+    several agents whose steps say so.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -188,6 +199,9 @@ class EvaluationResult(BaseModel):
     gate_error: str | None = None
     undetermined: dict[str, str] = {}
     verdicts: dict[str, Verdict] = {}
+    first_failing_step: int | None = None
+    first_failing_criterion: str | None = None
+    first_failing_agent: str | None = None
 
     @property
     def passed(self) -> list[str]:
@@ -364,6 +378,47 @@ def explain(
             )
             sentences.append(f"Judged {name}: {answer}{votes}: {verdict.reasoning}")
     return " ".join(sentences)
+
+
+def first_failure(
+    verdicts: Mapping[str, Verdict], weights: Mapping[str, float] | None = None
+) -> tuple[int, str] | None:
+    """(step, criterion): the earliest step a failed verdict names, and the first criterion
+    (in the mapping's order) whose failed verdict names it; ``None`` when none names a step.
+
+    With ``weights``, the criteria that weigh in the score are looked at first: a criterion of
+    weight 0 (reported, not scored) names the step only when no scored one names any."""
+
+    def earliest(names: list[str]) -> tuple[int, str] | None:
+        found: tuple[int, str] | None = None
+        for name in names:
+            verdict = verdicts[name]
+            if verdict.passed is False and verdict.steps:
+                step = min(verdict.steps)
+                if found is None or step < found[0]:
+                    found = (step, name)
+        return found
+
+    if weights is None:
+        return earliest(list(verdicts))
+    scored = [name for name in verdicts if weights.get(name, 0) > 0]
+    return earliest(scored) or earliest([name for name in verdicts if name not in scored])
+
+
+def step_agent(trace: ReasoningTrace | None, step_id: int) -> str | None:
+    """The agent step ``step_id`` belongs to (its ``agent`` field), in a run of several
+    agents; ``None`` when the trace has one agent or none named, or no such step."""
+    if trace is None:
+        return None
+    agents: set[str] = set()
+    found: str | None = None
+    for step in trace.steps:
+        agent = (step.model_extra or {}).get("agent")
+        if isinstance(agent, str) and agent:
+            agents.add(agent)
+            if step.step_id == step_id:
+                found = agent
+    return found if len(agents) > 1 else None
 
 
 def format_number(value: float) -> str:

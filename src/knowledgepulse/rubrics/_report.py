@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from ..io._render import plain_text
 from ._case import Case
@@ -183,12 +184,7 @@ class EvaluationReport(BaseModel):
         table.add_column("errors", justify="right", no_wrap=True)
         if self.undetermined_count:
             table.add_column("undetermined", justify="right", no_wrap=True)
-        table.add_column("failing cases", min_width=20, ratio=1)
         for stats in self.criteria:
-            shown = ", ".join(stats.failing_cases[:_SHOWN_CASES])
-            hidden = len(stats.failing_cases) - _SHOWN_CASES
-            if hidden > 0:
-                shown += f", … (+{hidden})"
             rate = "-" if stats.pass_rate is None else f"{stats.pass_rate:.0%}"
             cells = [
                 stats.name,
@@ -198,8 +194,30 @@ class EvaluationReport(BaseModel):
             ]
             if self.undetermined_count:
                 cells.append(str(stats.undetermined))
-            table.add_row(*cells, shown or "-")
-        return Group(summary, table)
+            table.add_row(*cells)
+        return Group(summary, table, self._failing_cases())
+
+    def _failing_cases(self) -> Table | Text:
+        """Below the criteria (so both fit 80 columns), each criterion's failing cases; the
+        prefix their ids share (``kp:trace:openai:tau-bench:``) is said once in the title and
+        left out of each id, so what is shown is what tells the cases apart."""
+        failing = [stats for stats in self.criteria if stats.failing_cases]
+        if not failing:
+            return Text()
+        prefix = shared_prefix(
+            [case for stats in failing for case in stats.failing_cases[:_SHOWN_CASES]]
+        )
+        title = f"Failing cases (ids after {prefix})" if prefix else "Failing cases"
+        table = Table(title=title)
+        table.add_column("criterion", no_wrap=True)
+        table.add_column("failing cases", ratio=1)
+        for stats in failing:
+            shown = ", ".join(case[len(prefix) :] for case in stats.failing_cases[:_SHOWN_CASES])
+            hidden = len(stats.failing_cases) - _SHOWN_CASES
+            if hidden > 0:
+                shown += f", … (+{hidden})"
+            table.add_row(stats.name, shown)
+        return table
 
     def __rich__(self) -> Group:
         return self.render()
@@ -207,6 +225,23 @@ class EvaluationReport(BaseModel):
     def render_text(self, width: int = 100) -> str:
         """The rendered tables as plain text (no colour)."""
         return plain_text(self.render(), width)
+
+
+def shared_prefix(case_ids: list[str]) -> str:
+    """The prefix all ``case_ids`` share, cut after its last ``:`` or ``/`` (so an id is never
+    cut mid-word); empty when fewer than two distinct ids share one, or when it would leave an
+    id empty."""
+    distinct = sorted(set(case_ids))
+    if len(distinct) < 2:
+        return ""
+    first, last = distinct[0], distinct[-1]
+    length = 0
+    while length < min(len(first), len(last)) and first[length] == last[length]:
+        length += 1
+    common = first[:length]
+    cut = max(common.rfind(":"), common.rfind("/")) + 1
+    prefix = common[:cut]
+    return prefix if all(len(case) > len(prefix) for case in distinct) else ""
 
 
 @dataclass

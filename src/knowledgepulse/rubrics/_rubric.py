@@ -22,9 +22,11 @@ from ._criterion import (
     describe_error,
     determined_weight,
     explain,
+    first_failure,
     run_check,
     run_criterion,
     score_of,
+    step_agent,
 )
 
 # EvaluationResult is re-exported: records written per output line derive from it here.
@@ -357,6 +359,7 @@ class Rubric:
             undetermined=undetermined,
             verdicts=verdicts,
         )
+        first = first_failure(verdicts, weights)
         return EvaluationResult(
             rubric=self.name,
             case_id=case.case_id,
@@ -370,6 +373,9 @@ class Rubric:
             gate_error=gate_error,
             undetermined=undetermined,
             verdicts=verdicts,
+            first_failing_step=first[0] if first else None,
+            first_failing_criterion=first[1] if first else None,
+            first_failing_agent=step_agent(case.trace, first[0]) if first else None,
         )
 
     def evaluate_each(

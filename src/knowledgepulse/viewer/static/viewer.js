@@ -559,17 +559,28 @@
     );
   }
 
+  // A criterion is passed (true), failed (false) or undetermined (null: the trace lacked what
+  // its check needs); undetermined is left out of the score and is never shown as a failure.
+  function verdictOf(passed) {
+    if (passed === true) return { kind: "pass", text: "✓ pass" };
+    if (passed === false) return { kind: "fail", text: "✗ fail" };
+    return { kind: "undetermined", text: "? undetermined" };
+  }
+
   function rubricSection(result) {
     const errors = result.errors || {};
-    const rows = Object.entries(result.details || {}).map(([criterion, passed]) =>
-      h(
+    const undetermined = result.undetermined || {};
+    const rows = Object.entries(result.details || {}).map(([criterion, passed]) => {
+      const verdict = verdictOf(passed);
+      const why = errors[criterion] ? ` — error: ${errors[criterion]}` : undetermined[criterion] ? ` — ${undetermined[criterion]}` : "";
+      return h(
         "tr",
-        { class: passed ? "pass" : "fail" },
+        { class: verdict.kind },
         h("th", { scope: "row" }, criterion),
         h("td", { class: "number" }, number((result.weights || {})[criterion], 2)),
-        h("td", null, h("span", { class: "verdict" }, passed ? "✓ pass" : "✗ fail"), errors[criterion] ? ` — error: ${errors[criterion]}` : "")
-      )
-    );
+        h("td", null, h("span", { class: "verdict" }, verdict.text), why)
+      );
+    });
     return h(
       "section",
       { "aria-labelledby": "rubric-title" },
@@ -578,6 +589,9 @@
         ["Score", number(result.score)],
         ["Outcome", result.outcome_type],
         result.gate_passed !== null && result.gate_passed !== undefined ? ["Success gate", result.gate_passed ? "passed" : "failed"] : null,
+        result.first_failing_step !== null && result.first_failing_step !== undefined
+          ? ["First failing step", `${result.first_failing_step} (${result.first_failing_criterion || "?"}${result.first_failing_agent ? ", agent " + result.first_failing_agent : ""})`]
+          : null,
       ]),
       table("Criteria", ["Criterion", "Weight", "Result"], rows, "criteria"),
       h("p", { class: "explanation" }, result.explanation || "")

@@ -1,0 +1,300 @@
+"""The agent rubric against people: how its verdicts agree with human labels of failed runs.
+
+Two labelled sets are read when present (``--holdout DIR``, default ``shared/data/behaviour-holdout``
+beside the repository):
+
+- ``who-and-when/`` (Who&When, MIT): 184 failed multi-agent runs (Magentic-One and AG2
+  CaptainAgent), each labelled with the agent responsible and the decisive step (an index into
+  ``history``);
+- ``agentrx/`` (AgentRx, MIT): 100 tau-bench retail runs with their reward, the 27 failed ones
+  labelled with their failures' steps (1-based indexes into ``traj``, the system message
+  first) and the root cause.
+
+For each set the card gives, per criterion, how often it fails on the runs people call failed
+(recall) and how often a run it fails is one people call failed (precision; every Who&When run
+is failed, so there it is 1 by construction), and how often the step it names is the people's
+step (exactly, within 3); then the first failing step the result names (exact, within 3) and,
+for multi-agent runs, the agent it names. Runs are graded without their reward or labels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import _corpus
+from ._figures import Figure, report
+
+DEFAULT_HOLDOUT = _corpus.ROOT / "shared" / "data" / "behaviour-holdout"
+WITHIN = 3
+
+
+@dataclass
+class LabelledRun:
+    """A run and what people said of it: ``failed`` (``None``: not labelled), the decisive
+    ``step`` and ``agent``, and ``message_of`` mapping a trace step id to the source's index
+    in the people's coordinates."""
+
+    trace: Any
+    failed: bool | None
+    step: int | None = None
+    agent: str | None = None
+    message_of: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class CriterionTally:
+    flagged: int = 0
+    flagged_failed: int = 0
+    stepped: int = 0
+    exact: int = 0
+    near: int = 0
+
+
+@dataclass
+class Card:
+    """What the card prints for one set."""
+
+    name: str
+    runs: int
+    failed: int
+    criteria: dict[str, CriterionTally]
+    located: int = 0
+    step_exact: int = 0
+    step_near: int = 0
+    multi_agent: int = 0
+    agent_right: int = 0
+    not_successful: int = 0
+    outcome_agree: int = 0
+    outcome_counted: int = 0
+
+
+def holdout_dir(given: Path | None = None) -> Path:
+    if given is not None:
+        return given
+    env = os.environ.get("KP_HOLDOUT")
+    return Path(env) if env else DEFAULT_HOLDOUT
+
+
+# -- reading the sets --------------------------------------------------------------------------
+
+
+def who_and_when_runs(folder: Path) -> list[LabelledRun]:
+    """The Who&When runs under ``folder`` (``Hand-Crafted``, ``Algorithm-Generated``), each
+    converted without its labels (the importer drops them) and without its ``is_correct``."""
+    from knowledgepulse.importers import convert
+
+    runs: list[LabelledRun] = []
+    for path in sorted(folder.glob("*/*.json"), key=lambda p: (p.parent.name, _number(p))):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        seen = {key: value for key, value in record.items() if key != "is_correct"}
+        (trace,) = convert("who-and-when", seen)
+        message_of = {
+            step.step_id: int((step.model_extra or {})["message_index"]) for step in trace.steps
+        }
+        runs.append(
+            LabelledRun(
+                trace,
+                True,
+                _int(record.get("mistake_step")),
+                str(record.get("mistake_agent") or "") or None,
+                message_of,
+            )
+        )
+    return runs
+
+
+def agentrx_runs(folder: Path) -> list[LabelledRun]:
+    """The AgentRx retail runs: tau-bench records graded without their reward; the failed ones
+    labelled with the root cause's step (``root_cause.failure_id`` among ``failures``)."""
+    from knowledgepulse.importers import convert
+
+    records = json.loads((folder / "tau_dataset_full.json").read_text(encoding="utf-8"))
+    truth = json.loads((folder / "tau_ground_truth.json").read_text(encoding="utf-8"))
+    labels = _agentrx_labels(truth)
+    runs: list[LabelledRun] = []
+    for record in records:
+        blind = {key: value for key, value in record.items() if key != "reward"}
+        (trace,) = convert("openai", blind)
+        failed = not (isinstance(record.get("reward"), (int, float)) and record["reward"] >= 1)
+        step = labels.get(str(record.get("task_id"))) if failed else None
+        runs.append(LabelledRun(trace, failed, step, None, _traj_index(blind)))
+    return runs
+
+
+def _agentrx_labels(truth: Any) -> dict[str, int]:
+    """task id → the root cause's step as a 0-based index into ``traj``."""
+    items = truth if isinstance(truth, list) else truth.get("tasks", truth)
+    if isinstance(items, dict):
+        items = [dict(value, task_id=key) for key, value in items.items()]
+    labels: dict[str, int] = {}
+    for item in items:
+        failures = {f.get("failure_id"): f for f in item.get("failures") or []}
+        root = (item.get("root_cause") or {}).get("failure_id")
+        chosen = failures.get(root) or next(iter(failures.values()), None)
+        step = _int(chosen.get("step_number")) if chosen else None
+        task = item.get("trajectory_id", item.get("task_id"))
+        if step is not None and task is not None:
+            labels[str(task)] = step - 1
+    return labels
+
+
+def _traj_index(record: dict[str, Any]) -> dict[int, int]:
+    """Trace step id → the index in ``traj`` of the message it came from, found by converting
+    the conversation cut after each message (the openai importer numbers steps in order)."""
+    from knowledgepulse.importers import ConversionError, convert
+
+    traj = record.get("traj") or []
+    mapping: dict[int, int] = {}
+    made = 0
+    for index in range(len(traj)):
+        try:
+            (trace,) = convert("openai", dict(record, traj=traj[: index + 1]))
+            count = len(trace.steps)
+        except ConversionError:
+            count = made  # no step yet (the system message, the task's first user turn)
+        for step_id in range(made, count):
+            mapping[step_id] = index
+        made = max(made, count)
+    return mapping
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _number(path: Path) -> int:
+    return _int(path.stem) or 0
+
+
+# -- the card ----------------------------------------------------------------------------------
+
+
+def human_card(name: str, runs: Sequence[LabelledRun], rubric: Any = None) -> Card:
+    """The agreement of ``rubric`` (default: the built-in agent rubric) with the labels."""
+    from knowledgepulse.behaviours import AGENT_RUBRIC
+    from knowledgepulse.rubrics import Case, OutcomeType
+
+    rubric = rubric or AGENT_RUBRIC
+    card = Card(name, len(runs), sum(1 for run in runs if run.failed), {})
+    for run in runs:
+        result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+        successful = result.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
+        if run.failed is not None:
+            card.outcome_counted += 1
+            card.outcome_agree += successful != run.failed
+            card.not_successful += not successful and run.failed
+        for criterion, verdict in result.verdicts.items():
+            tally = card.criteria.setdefault(criterion, CriterionTally())
+            if verdict.passed is not False:
+                continue
+            tally.flagged += 1
+            tally.flagged_failed += bool(run.failed)
+            if run.step is not None and verdict.steps:
+                tally.stepped += 1
+                at = run.message_of.get(min(verdict.steps))
+                tally.exact += at == run.step
+                tally.near += at is not None and abs(at - run.step) <= WITHIN
+        for criterion in result.details:
+            card.criteria.setdefault(criterion, CriterionTally())
+        if run.failed and run.step is not None:
+            card.located += 1
+            first = result.first_failing_step
+            at = run.message_of.get(first) if first is not None else None
+            card.step_exact += at == run.step
+            card.step_near += at is not None and abs(at - run.step) <= WITHIN
+        if run.agent is not None and _agents(run.trace) > 1:
+            card.multi_agent += 1
+            named = (result.first_failing_agent or "").lower()
+            card.agent_right += named == run.agent.lower()
+    return card
+
+
+def _agents(trace: Any) -> int:
+    return len({(s.model_extra or {}).get("agent") for s in trace.steps} - {None})
+
+
+def print_card(card: Card) -> None:
+    print(f"\nhuman agreement on {card.name}: {card.runs} runs, {card.failed} failed by the labels")
+    print(
+        f"{'criterion':<24} {'fails':>6} {'precision':>10} {'recall':>8} "
+        f"{'step =':>8} {'step ±3':>8}"
+    )
+    for criterion, tally in card.criteria.items():
+        precision = _share(tally.flagged_failed, tally.flagged)
+        recall = _share(tally.flagged_failed, card.failed)
+        exact = _share(tally.exact, tally.stepped)
+        near = _share(tally.near, tally.stepped)
+        print(
+            f"{criterion:<24} {tally.flagged:>6} {precision:>10} {recall:>8} {exact:>8} {near:>8}"
+        )
+    print(
+        f"first failing step: exact {card.step_exact}/{card.located}, within {WITHIN} "
+        f"{card.step_near}/{card.located}"
+    )
+    if card.multi_agent:
+        print(f"agent of the first failing step: {card.agent_right}/{card.multi_agent}")
+    print(
+        f"outcome (successful_completion vs the labels): {card.outcome_agree}/"
+        f"{card.outcome_counted} agree; {card.not_successful}/{card.failed} failed runs "
+        "not called successful"
+    )
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "-"
+
+
+def bench_human_agreement(
+    holdout: Path | None = None, sets: Iterable[str] = ("who-and-when",)
+) -> None:
+    """Print the card for each labelled set found under ``holdout``, with its figures."""
+    folder = holdout_dir(holdout)
+    for name in sets:
+        where = folder / name
+        figure = f"agent rubric vs people on {name}"
+        if not where.is_dir():
+            report(Figure(figure, None, "", None, False, note=f"no folder {where}"))
+            continue
+        runs = who_and_when_runs(where) if name == "who-and-when" else agentrx_runs(where)
+        card = human_card(name, runs)
+        print_card(card)
+        if card.multi_agent:
+            report(
+                Figure(
+                    f"{figure}: agent of the first failing step",
+                    card.agent_right / card.multi_agent,
+                    "",
+                    0.55,
+                    lower_is_better=False,
+                    note=f"{card.agent_right}/{card.multi_agent} runs",
+                )
+            )
+        if card.located:
+            report(
+                Figure(
+                    f"{figure}: first failing step exact",
+                    card.step_exact / card.located,
+                    "",
+                    0.15 if name == "who-and-when" else 9 / 27,
+                    lower_is_better=False,
+                    note=f"{card.step_exact}/{card.located} runs",
+                )
+            )
+            report(
+                Figure(
+                    f"{figure}: first failing step within {WITHIN}",
+                    card.step_near / card.located,
+                    "",
+                    None if name == "who-and-when" else 18 / 27,
+                    lower_is_better=False,
+                    note=f"{card.step_near}/{card.located} runs",
+                )
+            )

@@ -1,0 +1,76 @@
+"""The human-agreement card of ``python -m benchmarks agent`` on excerpts: two Who&When runs
+(MIT, tests/data/who_and_when/SOURCE.md) and an AgentRx-shaped folder made of the tau-bench
+sample with labels written here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WHO = ROOT / "tests" / "data" / "who_and_when"
+SAMPLE = ROOT / "tests" / "data" / "tau_bench_sample.json"
+
+
+@pytest.fixture
+def holdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.syspath_prepend(str(ROOT))
+    for folder, name in (
+        ("Hand-Crafted", "hand-crafted-24"),
+        ("Algorithm-Generated", "algorithm-generated-47"),
+    ):
+        (tmp_path / "who-and-when" / folder).mkdir(parents=True)
+        shutil.copy(WHO / f"{name}.json", tmp_path / "who-and-when" / folder / f"{name[-2:]}.json")
+    records = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    (tmp_path / "agentrx").mkdir()
+    (tmp_path / "agentrx" / "tau_dataset_full.json").write_text(json.dumps(records))
+    failed = [r for r in records if r["reward"] < 1]
+    # task 0 trial 0 booked with the wrong bags at traj[28] (step 26 of the trace); the
+    # people's step is 1-based, the system message first: 29.
+    labels = [
+        {
+            "trajectory_id": failed[0]["task_id"],
+            "failures": [{"failure_id": 1, "step_number": 29}, {"failure_id": 2, "step_number": 3}],
+            "root_cause": {"failure_id": 1},
+        },
+        {
+            "trajectory_id": failed[1]["task_id"],
+            "failures": [{"failure_id": 1, "step_number": 4}],
+            "root_cause": {"failure_id": 1},
+        },
+    ]
+    (tmp_path / "agentrx" / "tau_ground_truth.json").write_text(json.dumps(labels))
+    return tmp_path
+
+
+def test_the_card_on_who_and_when_and_an_agentrx_folder(
+    holdout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks._figures import FIGURES
+    from benchmarks._human_agreement import agentrx_runs, bench_human_agreement
+
+    runs = agentrx_runs(holdout / "agentrx")
+    assert [(run.failed, run.step) for run in runs] == [
+        (False, None),
+        (False, None),
+        (True, 28),
+        (True, 3),
+    ]
+    # The openai importer's step 26 came from traj[28].
+    assert runs[2].message_of[26] == 28
+    FIGURES.clear()
+    bench_human_agreement(holdout, ("who-and-when", "agentrx"))
+    out = capsys.readouterr().out
+    assert "human agreement on who-and-when: 2 runs, 2 failed by the labels" in out
+    assert "grounded_statements           2     100.0%   100.0%    50.0%   100.0%" in out
+    assert "human agreement on agentrx: 4 runs, 2 failed by the labels" in out
+    assert "expected_actions              2     100.0%   100.0%    50.0%    50.0%" in out
+    assert "outcome (successful_completion vs the labels): 4/4 agree; 2/2 failed runs" in out
+    figures = {figure.name: figure for figure in FIGURES}
+    exact = figures["agent rubric vs people on agentrx: first failing step exact"]
+    assert (exact.value, exact.note) == (0.5, "1/2 runs")
+    who = figures["agent rubric vs people on who-and-when: first failing step exact"]
+    assert (who.value, who.note) == (0.5, "1/2 runs")
