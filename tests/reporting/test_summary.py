@@ -148,3 +148,21 @@ def test_finer_bins_label_with_two_decimals() -> None:
     assert "  0.70–0.75 │████████████████████████████████████████ 1" in summary.render_text()
     with pytest.raises(ValueError, match="bins"):
         ScoreSummary(bins=0)
+
+
+def test_novelty_is_reported_and_a_crowded_end_warned_of() -> None:
+    summary = ScoreSummary(threshold=0.6)
+    for k in range(10):
+        summary.add(0.5, "d", novelty=0.05 if k < 7 else 0.4)
+    summary.add(0.5, "d")  # no embedder: no novelty of its own
+    assert summary.novelty_lines() == [
+        "novelty (vs traces seen before, 10 traces): min 0.050  median 0.050  max 0.400",
+        "warning: novelty ≤ 0.1 for 7 of 10 traces (70%): the embedder sees them as alike, so "
+        "novelty hardly tells them apart (docs/scoring.md#a-threshold-you-can-trust)",
+    ]
+    assert "novelty (vs traces seen before" in summary.render_text(width=200)
+    spread = ScoreSummary()
+    for k in range(10):
+        spread.add(0.5, "d", novelty=k / 10)
+    assert len(spread.novelty_lines()) == 1
+    assert ScoreSummary().novelty_lines() == []

@@ -356,7 +356,7 @@ class ScoreRun:
                 self.run.tally.processed += unit.counted
             if row is not None:
                 self.rows.append(row)
-            self.summary.add(scored.value, scored.domain, scored.passed)
+            self.summary.add(scored.value, scored.domain, scored.passed, novelty=scored.novelty)
             if record is not None:  # the sinks take it once it is written
                 assert scored.trace is not None and scored.score is not None
                 self.plan.sinks.add_score(scored.trace, scored.score, record)

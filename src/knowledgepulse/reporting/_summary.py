@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["DomainStats", "ScoreSummary", "score_bin"]
 
 _BAR_WIDTH = 40
+#: Novelty this close to 0 or 1 is at an end; when this share of traces is, it is crowded.
+NOVELTY_END = 0.1
+NOVELTY_CROWDED = 0.7
 
 
 def score_bin(value: float, bins: int) -> int:
@@ -70,13 +73,19 @@ class ScoreSummary:
         self._passed_histogram = [0] * bins
         self._passed = 0
         self._judged = 0
+        self._novelty = array("d")  # of the traces whose novelty an embedding measured
 
-    def add(self, value: float, domain: str, passed: bool | None = None) -> None:
+    def add(
+        self, value: float, domain: str, passed: bool | None = None, *, novelty: float | None = None
+    ) -> None:
         """Count one trace's score ``value`` under ``domain``.
 
         ``passed`` says whether it passed the threshold; when ``None`` and the summary has a
         threshold, it is ``value >= threshold``; otherwise the trace counts as not judged.
+        ``novelty``: the novelty an embedding measured for it, if any.
         """
+        if novelty is not None:
+            self._novelty.append(novelty)
         if passed is None and self.threshold is not None:
             passed = value >= self.threshold
         self._values.append(value)
@@ -94,7 +103,31 @@ class ScoreSummary:
 
     def add_record(self, record: ScoreRecord) -> None:
         """Count a ``kp score`` record; without a summary threshold, its own ``passed`` flag."""
-        self.add(record.score, record.domain, None if self.threshold is not None else record.passed)
+        novelty = record.novelty if record.novelty_source == "embedding" else None
+        passed = None if self.threshold is not None else record.passed
+        self.add(record.score, record.domain, passed, novelty=novelty)
+
+    def novelty_lines(self) -> list[str]:
+        """The novelty an embedding measured (min, median, max) and, when seven traces in ten
+        or more sit at one end, a warning: novelty then hardly tells traces apart, and a
+        threshold on value weighs the other dimensions (docs/scoring.md)."""
+        values = self._novelty
+        if not values:
+            return []
+        low = sum(1 for v in values if v <= NOVELTY_END)
+        high = sum(1 for v in values if v >= 1.0 - NOVELTY_END)
+        lines = [
+            f"novelty (vs traces seen before, {len(values)} traces): min {min(values):.3f}  "
+            f"median {statistics.median(values):.3f}  max {max(values):.3f}"
+        ]
+        for count, where in ((low, f"≤ {NOVELTY_END:g}"), (high, f"≥ {1 - NOVELTY_END:g}")):
+            if len(values) >= 10 and count >= NOVELTY_CROWDED * len(values):
+                lines.append(
+                    f"warning: novelty {where} for {count} of {len(values)} traces "
+                    f"({count / len(values):.0%}): the embedder sees them as alike, so novelty "
+                    "hardly tells them apart (docs/scoring.md#a-threshold-you-can-trust)"
+                )
+        return lines
 
     @property
     def count(self) -> int:
@@ -180,6 +213,7 @@ class ScoreSummary:
                     f"({self.passed / self.count:.0%})"
                 )
             )
+        parts.extend(Text(line) for line in self.novelty_lines())
         return Group(*parts)
 
     def __rich__(self) -> Group:

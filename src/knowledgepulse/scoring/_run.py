@@ -127,6 +127,8 @@ class ScoredTrace(NamedTuple):
     accepted: str | None  #: the trace's line for ``--accepted`` when it passed (if asked)
     trace: ReasoningTrace | None = None  #: kept in process (for the sinks), not sent by workers
     score: ValueScore | None = None
+    #: The novelty an embedding measured (None: no embedder, or nothing seen before).
+    novelty: float | None = None
 
 
 class ScoredUnit(NamedTuple):
@@ -172,9 +174,14 @@ def scored_trace(
     )
     passed = data.get("passed")
     accepted = dumps(accepted_trace(trace, score)) if passed and accepted_lines else None
+    novelty = score.novelty if score.novelty_source == "embedding" else None
     if not keep:
-        return ScoredTrace(dumps(data), score.value, data["domain"], passed, accepted)
-    return ScoredTrace(dumps(data), score.value, data["domain"], passed, accepted, trace, score)
+        return ScoredTrace(
+            dumps(data), score.value, data["domain"], passed, accepted, novelty=novelty
+        )
+    return ScoredTrace(
+        dumps(data), score.value, data["domain"], passed, accepted, trace, score, novelty
+    )
 
 
 def _scored(unit: Conversion, traces: list[ScoredTrace]) -> ScoredUnit:
