@@ -84,6 +84,7 @@ def test_tau_bench_attempts_by_task(
     assert main([*argv, "--groups", str(groups)]) == 0
     capsys.readouterr()
     lines = [json.loads(line) for line in groups.read_text().splitlines()]
+
     def task(trace_id: str) -> str:
         return trace_id.split(":trial-")[0]
 

@@ -83,6 +83,11 @@ class CopyScheme:
     #: are copies from this estimated Jaccard similarity of their run texts up: the same run
     #: reworded (docs/knowledge-base.md says how it was chosen).
     reworded: float = 0.17
+    #: A trace whose run shingles are held in another's at this share or more (estimated from
+    #: the Jaccard similarity and the two sizes), at Jaccard ≥ ``contained_floor``, is its
+    #: copy: a truncated run. tau-bench's attempts at one task reach 0.72.
+    contained: float = 0.85
+    contained_floor: float = 0.25
 
     def __post_init__(self) -> None:
         if self.bands * self.rows > self.permutations or self.rows > 64 // self.bits:
@@ -96,7 +101,8 @@ class CopyScheme:
         return (
             f"{self.name}/{_algorithm()};shingle={self.shingle};perm={self.permutations};"
             f"bits={self.bits};bands={self.bands}x{self.rows};seed={self.seed};"
-            f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls;reworded={self.reworded:g}"
+            f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls;reworded={self.reworded:g};"
+            f"contained={self.contained:g}@{self.contained_floor:g}"
         )
 
     def to_dict(self) -> dict[str, Any]:

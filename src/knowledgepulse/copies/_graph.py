@@ -48,12 +48,14 @@ class CopyGraph:
         threshold: float,
         rows: npt.NDArray[np.int64] | None = None,
         steps: npt.NDArray[np.void] | None = None,
+        sizes: npt.NDArray[np.int64] | None = None,
     ) -> CopyGraph:
         """Row ``p`` of ``digests`` (16 bytes each) and ``has_words`` for each position
         ``p``, its signature row ``signatures[rows[p]]`` (``rows`` None: row ``p``, so a
         caller need not copy its signatures into position order); positions without words
         are in no class. ``steps``: each position's steps digest (16 zero bytes: none);
-        classes with the same steps are copies from ``scheme.reworded`` up."""
+        classes with the same steps are copies from ``scheme.reworded`` up. ``sizes``: each
+        position's shingle count (a truncated copy is held in its run)."""
         n = len(digests)
         class_of = np.full(n, -1, dtype=np.int64)
         in_class = np.flatnonzero(has_words)
@@ -66,7 +68,9 @@ class CopyGraph:
         member_offsets = np.zeros(classes + 1, dtype=np.int64)
         np.cumsum(np.bincount(class_of[in_class], minlength=classes), out=member_offsets[1:])
         matrix = signatures[representatives if rows is None else rows[representatives]]
-        pairs = near_pairs(matrix, scheme, threshold)
+        pairs = near_pairs(
+            matrix, scheme, threshold, None if sizes is None else sizes[representatives]
+        )
         if steps is not None:
             pairs = _with_same_steps(pairs, steps[representatives], matrix, scheme)
         del matrix

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from ._facet import CopyScheme, estimated_similarity
 
-__all__ = ["NearPairs", "band_keys", "near_pairs"]
+__all__ = ["NearPairs", "band_keys", "contained", "near_pairs"]
 
 #: Candidate pairs verified per block (pairs x permutations values compared at once).
 _VERIFY_BLOCK = 65_536
@@ -76,10 +76,25 @@ def _band_pairs(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     return np.concatenate(found).astype(np.int64)
 
 
+def contained(
+    jaccard: npt.NDArray[np.float64], size_a: npt.NDArray[np.int64], size_b: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """How much of the smaller shingle set the larger holds, from the Jaccard similarity and
+    the two sizes: ``|A ∩ B| = J (|A| + |B|) / (1 + J)``, over ``min(|A|, |B|)``."""
+    a, b = size_a.astype(np.float64), size_b.astype(np.float64)
+    shared = jaccard * (a + b) / (1.0 + jaccard)
+    return np.asarray(np.minimum(shared / np.maximum(np.minimum(a, b), 1.0), 1.0))
+
+
 def near_pairs(
-    signatures: npt.NDArray[np.uint16], scheme: CopyScheme, threshold: float
+    signatures: npt.NDArray[np.uint16],
+    scheme: CopyScheme,
+    threshold: float,
+    sizes: npt.NDArray[np.int64] | None = None,
 ) -> NearPairs:
-    """The near-copy pairs among ``signatures`` (rows)."""
+    """The near-copy pairs among ``signatures`` (rows): estimated Jaccard ≥ ``threshold``, or,
+    with the rows' shingle counts ``sizes``, one held in the other (containment ≥
+    ``scheme.contained``, Jaccard ≥ ``scheme.contained_floor``: a truncated copy)."""
     n = signatures.shape[0]
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
@@ -96,6 +111,9 @@ def near_pairs(
             estimated_similarity(signatures[first], signatures[second]), dtype=np.float64
         )
         keep = similarity >= threshold
+        if sizes is not None:
+            held = contained(similarity, sizes[first], sizes[second]) >= scheme.contained
+            keep |= held & (similarity >= scheme.contained_floor)
         firsts.append(first[keep])
         seconds.append(second[keep])
         sims.append(similarity[keep])

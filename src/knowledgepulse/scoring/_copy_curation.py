@@ -111,6 +111,7 @@ class CopyCuration:
         self._lengths = array("q")
         self._digests = bytearray()
         self._steps = bytearray()  # 16 zero bytes: steps that do not identify the run
+        self._sizes = array("q")  # shingles of each trace's signature
         self._signatures = array("H")
         self._words = bytearray()  # 1: the trace has words (a signature), 0: none
         self._stored: dict[int, tuple[str, float, str]] = {}  # copies of stored traces
@@ -160,6 +161,7 @@ class CopyCuration:
         for offset, facet in enumerate(facets):
             self._digests += facet.digest
             self._steps += facet.steps or NO_STEPS
+            self._sizes.append(shingle_count(facet, self.scheme))
             signature = facet.signature if facet.signature is not None else empty
             self._signatures.frombytes(signature.tobytes())
             self._words.append(facet.signature is not None)
@@ -187,6 +189,7 @@ class CopyCuration:
         values = np.frombuffer(self._values, dtype=np.float64)[order]
         digests = np.frombuffer(bytes(self._digests), dtype="V16")[order]
         steps = np.frombuffer(bytes(self._steps), dtype="V16")[order]
+        sizes = np.frombuffer(self._sizes, dtype=np.int64)[order]
         # In read order, no copy: the graph takes the rows of distinct texts in id order.
         signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
             n, self.scheme.permutations
@@ -210,6 +213,7 @@ class CopyCuration:
                 self.scheme,
                 rows=order,
                 steps=steps,
+                sizes=sizes,
             )
             done = 0
             for position, group in decisions:
@@ -261,6 +265,11 @@ class CopyCuration:
             (self.work_dir / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # something else is in it (a folder the user named)
             self.work_dir.rmdir()
+
+
+def shingle_count(facet: CopyFacet, scheme: CopyScheme) -> int:
+    """The shingles a facet's signature was made of (one for a text shorter than one)."""
+    return max(1, facet.words - scheme.shingle + 1)
 
 
 class _Hashers:
@@ -332,11 +341,12 @@ def decide_copies(
     scheme: CopyScheme,
     rows: npt.NDArray[np.int64] | None = None,
     steps: npt.NDArray[np.void] | None = None,
+    sizes: npt.NDArray[np.int64] | None = None,
 ) -> _Decisions:
     """The walk over positions in id order (see the module): ``stored`` maps a position to the
     stored trace it is a copy of (id, similarity, relation); position ``p``'s signature is
     ``signatures[rows[p]]`` (``rows`` None: row ``p``)."""
-    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity, rows, steps)
+    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity, rows, steps, sizes)
     assigned = np.zeros(len(ids), dtype=bool)
     by_stored: dict[str, list[Duplicate]] = {}
     for position, (stored_id, found, relation) in sorted(stored.items()):
@@ -347,7 +357,7 @@ def decide_copies(
 
     def decisions() -> Iterator[tuple[int, DuplicateGroup | None]]:
         yield from walk(
-            ids, values, assigned, graph.neighbours, similarity, MEASURE, graph.copy_counts()
+            ids, values, assigned, graph.neighbours, similarity, MEASURE, first=graph.copy_counts()
         )
         for stored_id, duplicates in sorted(by_stored.items()):
             yield -1, stored_copies_group(stored_id, duplicates, similarity)
@@ -421,6 +431,7 @@ def curate_from_facets(
     value_array = np.asarray(values, dtype=np.float64)
     digests = np.frombuffer(b"".join(f.digest for f in facets), dtype="V16")
     steps = np.frombuffer(b"".join(f.steps or NO_STEPS for f in facets), dtype="V16")
+    sizes = np.array([shingle_count(f, scheme) for f in facets], dtype=np.int64)
     signatures = np.zeros((len(facets), scheme.permutations), dtype=np.uint16)
     for row, facet in enumerate(facets):
         if facet.signature is not None:
@@ -435,7 +446,16 @@ def curate_from_facets(
     kept_ids: set[str] = set()
     groups: list[DuplicateGroup] = []
     decisions = decide_copies(
-        ids, value_array, digests, signatures, has_words, stored, similarity, scheme, steps=steps
+        ids,
+        value_array,
+        digests,
+        signatures,
+        has_words,
+        stored,
+        similarity,
+        scheme,
+        steps=steps,
+        sizes=sizes,
     )
     for position, group in decisions:
         if position >= 0:
