@@ -6,11 +6,11 @@ signature, 16 + 256 bytes) and the place of its JSON line in a
 :class:`~knowledgepulse.scoring._spool.LineSpool` in the work directory. Once everything is
 read, positions are laid out in id order, :class:`~knowledgepulse.copies.CopyGraph` finds every
 trace's copies (exact by digest, near by LSH bands decided by the estimated Jaccard
-similarity), and the walk of :func:`~knowledgepulse.scoring._curation.walk` decides: highest
-value first (ties: smallest id), each leader takes every unassigned trace that is a copy *of
-it* (no chaining through an intermediate trace). Ties on value go to the trace with the most
-copies (the centre of its family, usually the run the others were copied from), then the
-smallest id. The decisions depend only on the set of
+similarity), and the walk of :func:`~knowledgepulse.scoring._curation.walk` decides: the trace
+with the most copies first (the centre of its family, usually the run the others were copied
+from: leaders elsewhere leave copies outside every group they could join), then the highest
+value, then the smallest id; each leader takes every unassigned trace that is a copy *of it*
+(no chaining through an intermediate trace). The decisions depend only on the set of
 traces, never on their order. With a knowledge base, a trace that is a copy of a stored trace
 is dropped in the stored trace's favour first.
 """

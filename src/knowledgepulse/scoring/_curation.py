@@ -366,10 +366,13 @@ def _leader_group(
             f"kept first of {len(duplicates) + 1} {what}: successful first, then by value "
             f"({kept_value:.4f})"
         )
-    if tied and measure == "cosine":
+    elif relation is not None:
+        reason = (
+            f"kept as the centre of {len(duplicates) + 1} {what}: the trace with the most "
+            f"copies, then the highest value ({kept_value:.4f}), then the smallest id"
+        )
+    if tied and relation is None:
         reason += f"; {tied} tie(s) on value broken by id"
-    elif tied:
-        reason += f"; {tied} tie(s) on value broken by the most copies, then the id"
     duplicates.sort(key=lambda d: (-d.similarity, d.id))
     return DuplicateGroup(kept_id, duplicates, reason, kept_value, relation=relation)
 
