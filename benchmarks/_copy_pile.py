@@ -352,6 +352,7 @@ class _Material:
                 chosen = self.units[conversation][u]
             steps.extend(self._step(conversation, i, paraphrased) for i in chosen.steps)
         trace["steps"] = steps
+        _renumber(trace)
         _Swapper(self, task_seed).trace(trace)
         return trace
 
@@ -405,42 +406,62 @@ def _trivial(trace: dict[str, Any], detail: str, rng: random.Random, label: str)
         trace["metadata"]["created_at"] = _TIMESTAMP.sub(moved, trace["metadata"]["created_at"])
 
 
-def _edit(trace: dict[str, Any], detail: str, rng: random.Random, seed: str) -> None:
-    """Make ``trace`` an edited copy, in place (see the module)."""
+def _reorder_tool_results(steps: list[dict[str, Any]], rng: random.Random) -> bool:
+    """Shuffle the items of every list tool result of ``steps``, or where there is none swap
+    two different tool calls with their results; whether anything moved."""
+    shuffled = False
+    for step in steps:
+        content = step.get("content")
+        if step.get("tool") is None or not isinstance(content, str) or content[:1] != "[":
+            continue
+        try:
+            items = json.loads(content)
+        except ValueError:
+            continue
+        if isinstance(items, list) and len({json.dumps(item) for item in items}) >= 2:
+            before = list(items)
+            while items == before:
+                rng.shuffle(items)
+            step["content"] = json.dumps(items)
+            shuffled = True
+    if shuffled:
+        return True
+    calls = [
+        i for i in range(len(steps) - 1) if steps[i]["type"] == "tool_call"
+        and steps[i + 1].get("tool") == steps[i]["tool"] and "input" not in steps[i + 1]
+    ]  # fmt: skip
+
+    def unit(i: int) -> list[dict[str, Any]]:  # a call and its result, less their step ids
+        return [{k: v for k, v in s.items() if k != "step_id"} for s in steps[i : i + 2]]
+
+    pairs = [(i, j) for i in calls for j in calls if i + 2 <= j and unit(i) != unit(j)]
+    if not pairs:
+        return False
+    i, j = rng.choice(pairs)
+    steps[i : i + 2], steps[j : j + 2] = steps[j : j + 2], steps[i : i + 2]
+    return True
+
+
+def _edit(trace: dict[str, Any], detail: str, rng: random.Random, seed: str) -> str:
+    """Make ``trace`` an edited copy, in place (see the module); the edit made (a reordering
+    with nothing to reorder, or a swap with no name to swap, drops steps instead)."""
     steps = trace["steps"]
     if detail == "entity_swap":
+        before = copy_text(trace)
         _Swapper(_material(), seed, names_only=True).trace(trace)
+        if copy_text(trace) == before:  # no name in it: nothing to swap
+            return _edit(trace, "dropped_steps", rng, seed)
     elif detail == "truncation":
         keep = max(2, math.ceil(len(steps) * rng.uniform(0.5, 0.9)))
         trace["steps"] = steps[:keep]
     elif detail == "dropped_steps":
         for _ in range(min(rng.randint(1, 3), len(steps) - 2)):
             del steps[rng.randrange(1, len(steps))]
-    elif detail == "reordered_tool_results":
-        shuffled = False
-        for step in steps:
-            content = step.get("content")
-            if step.get("tool") is None or not isinstance(content, str) or content[:1] != "[":
-                continue
-            try:
-                items = json.loads(content)
-            except ValueError:
-                continue
-            if isinstance(items, list) and len(items) >= 2:
-                before = list(items)
-                while items == before:
-                    rng.shuffle(items)
-                step["content"] = json.dumps(items)
-                shuffled = True
-        if not shuffled:  # swap two adjacent tool calls with their results
-            calls = [
-                i for i in range(len(steps) - 3) if steps[i]["type"] == "tool_call"
-                and steps[i + 2]["type"] == "tool_call"
-            ]  # fmt: skip
-            if calls:
-                i = rng.choice(calls)
-                steps[i : i + 4] = steps[i + 2 : i + 4] + steps[i : i + 2]
+    elif detail == "reordered_tool_results" and not _reorder_tool_results(steps, rng):
+        # nothing to reorder (no list result, fewer than two different tool calls)
+        return _edit(trace, "dropped_steps", rng, seed)
     _renumber(trace)
+    return detail
 
 
 class _Families:
@@ -547,8 +568,7 @@ def realistic_pile(size: int, seed: int = 0) -> Iterator[tuple[dict[str, Any], T
                 detail = rng.choice(TRIVIAL)
                 _trivial(trace, detail, rng, str(i))
             elif kind == "edit":
-                detail = rng.choice(EDITS)
-                _edit(trace, detail, rng, f"{seed}:edit:{i}")
+                detail = _edit(trace, rng.choice(EDITS), rng, f"{seed}:edit:{i}")
         trace["id"] = trace_id
         yield trace, Truth(trace_id, family, families.task_name(family), kind, detail)
 
@@ -895,7 +915,6 @@ def bench_copies(
     whole-trace MiniLM curation (first ``minilm_traces`` traces) on the same pile, scored the
     same way. ``kp curate`` first runs on a pile of :data:`PROBE` traces: a run that would
     take longer than ``budget_s`` at that rate is reported as not measured."""
-    from ._curation_scale import SIMILARITY, _run_worker
     from ._figures import Figure, report
 
     if not _corpus.TAU_BENCH.is_file():
@@ -953,36 +972,48 @@ def bench_copies(
                 _report_decision(decision, default=similarity is None, size=size)
             if index != 0:
                 continue
-            out = Path(tmp) / "semhash"
-            out.mkdir()
-            semhash = _run_worker("semhash-static", pile, None, out)
-            decision = Decision(f"SemHash static, cosine ≥ {SIMILARITY}, {size:,}", size)
-            if isinstance(semhash, str):
-                decision.note = semhash
-            else:
-                decision.seconds, decision.peak_mib = semhash["seconds"], semhash["peak_mib"]
-                decision.score = measure_curation(truth, *_decided(out))
-                decision.note = "embed+index+dedup timed (reading not)"
-            decisions.append(decision)
-            _report_decision(decision)
-            limit = min(size, minilm_traces)
-            if limit:
-                out = Path(tmp) / "minilm"
-                out.mkdir()
-                minilm = _run_minilm(pile, limit, out)
-                label = f"MiniLM whole-trace, cosine ≥ {MINILM_SIMILARITY}, first {limit:,}"
-                decision = Decision(label, limit)
-                if isinstance(minilm, str):
-                    decision.note = minilm
-                else:
-                    decision.seconds, decision.peak_mib = minilm["seconds"], minilm["peak_mib"]
-                    first = read_truth(truth_path(pile), limit)
-                    decision.score = measure_curation(first, *_decided(out))
-                    decision.note = f"{minilm['embedder']}; curate() timed (reading not)"
-                decisions.append(decision)
-                _report_decision(decision)
+            decisions.append(_semhash_decision(pile, Path(tmp), size, truth))
+            _report_decision(decisions[-1])
+            if min(size, minilm_traces):
+                decisions.append(_minilm_decision(pile, Path(tmp), min(size, minilm_traces)))
+                _report_decision(decisions[-1])
     print_tables(decisions)
     return decisions
+
+
+def _semhash_decision(pile: Path, tmp: Path, size: int, truth: Mapping[str, Truth]) -> Decision:
+    """SemHash (static model, :func:`benchmarks._curation_scale._worker`) on the pile, scored."""
+    from ._curation_scale import SIMILARITY, _run_worker
+
+    out = tmp / "semhash"
+    out.mkdir()
+    semhash = _run_worker("semhash-static", pile, None, out)
+    decision = Decision(f"SemHash static, cosine ≥ {SIMILARITY}, {size:,}", size)
+    if isinstance(semhash, str):
+        decision.note = semhash
+    else:
+        decision.seconds, decision.peak_mib = semhash["seconds"], semhash["peak_mib"]
+        decision.score = measure_curation(truth, *_decided(out))
+        decision.note = "embed+index+dedup timed (reading not)"
+    return decision
+
+
+def _minilm_decision(pile: Path, tmp: Path, limit: int) -> Decision:
+    """Today's whole-trace MiniLM curation on the pile's first ``limit`` traces, scored
+    against their truth."""
+    out = tmp / "minilm"
+    out.mkdir()
+    minilm = _run_minilm(pile, limit, out)
+    label = f"MiniLM whole-trace, cosine ≥ {MINILM_SIMILARITY}, first {limit:,}"
+    decision = Decision(label, limit)
+    if isinstance(minilm, str):
+        decision.note = minilm
+    else:
+        decision.seconds, decision.peak_mib = minilm["seconds"], minilm["peak_mib"]
+        first = read_truth(truth_path(pile), limit)
+        decision.score = measure_curation(first, *_decided(out))
+        decision.note = f"{minilm['embedder']}; curate() timed (reading not)"
+    return decision
 
 
 def _report_decision(decision: Decision, default: bool = False, size: int = 0) -> None:
