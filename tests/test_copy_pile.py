@@ -44,7 +44,7 @@ TRUTH = truth(
     ("g", 4, "t4", "paraphrase", ""),
     ("h", 5, "t5", "novel", "synthetic"),
 )
-GROUPS = [
+GROUPS: list[str | dict[str, Any]] = [
     # a keeps its copies and h (another run); d keeps e (another attempt at its task)
     '{"schema":"knowledgepulse.groups/1","kept":"a","relation":"near_copy","duplicates":['
     '{"id":"b","similarity":1.0,"value":0.5,"relation":"exact"},'
