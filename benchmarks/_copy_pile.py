@@ -179,7 +179,9 @@ class _Swapper:
         return self._digits(token)  # digits
 
     def text(self, text: str) -> str:
-        parts = self.material.template(text)
+        # The corpus's texts are cut once and kept; a text already swapped (an entity swap
+        # of a synthetic run) is new each time: cut, not kept, so memory stays bounded.
+        parts = self.material.template(text, keep=not self.names_only)
         if len(parts) == 1:
             return text
         done = self.done
@@ -272,9 +274,10 @@ class _Material:
             r"|(?P<digits>\d{3,})"
         )
 
-    def template(self, text: str) -> list[str | re.Match[str]]:
+    def template(self, text: str, keep: bool = True) -> list[str | re.Match[str]]:
         """``text`` cut into its literal parts and its values (matches of ``values``), made
-        once per text: the corpus has ~15,000 distinct texts, each swapped many times."""
+        once per text when ``keep``: the corpus has ~15,000 distinct texts (with their
+        paraphrases), each swapped many times."""
         parts = self._templates.get(text)
         if parts is None:
             parts = []
@@ -284,7 +287,8 @@ class _Material:
                 parts.append(match)
                 start = match.end()
             parts.append(text[start:])
-            self._templates[text] = parts
+            if keep:
+                self._templates[text] = parts
         return parts
 
     @staticmethod
