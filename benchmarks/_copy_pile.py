@@ -7,14 +7,15 @@ of an agent at a task: one of the 200 bundled tau-bench conversations (50 tasks 
 
 - ``novel`` (46 %): a family's first trace, at a task not seen before. The first 50 are the
   tau-bench conversations of attempt 0; the others are synthetic (:meth:`_Material.synthetic`):
-  a tau-bench conversation as skeleton, 80 % of its units (a message, or a tool call with its
-  result) replaced by a unit of the same kind from another conversation, then every value
+  a tau-bench conversation as skeleton, each of its units (a message, or a tool call with its
+  result) replaced by a unit of the same kind drawn from all the conversations, then every value
   swapped (names, user ids, e-mails, airports, flight numbers, reservation codes, dates, numbers
   of 3 or more digits), so that the text really differs from every other family's;
 - ``rerun`` (8 %): a family's first trace, at a task seen before: another attempt at it, which
   is its own family (re-runs must not be grouped as copies; scored apart). The 150 tau-bench
-  attempts 1-3, then synthetic ones: the same synthetic task (same replacement units, same value
-  swaps) on another attempt of the tau-bench task as skeleton;
+  attempts 1-3, then synthetic ones: the same synthetic task (same value swaps, a share of the
+  same tool calls and user turns, :data:`SHARED`) on another attempt of the tau-bench task as
+  skeleton;
 - ``copy`` (20 %): an exact or trivial copy of a family: ``exact`` (a new trace id only),
   ``whitespace`` (spaces doubled, lines ended with a space), ``ids`` (the run's source id
   changed), ``timestamps`` (creation time and every timestamp in the text moved);
@@ -60,8 +61,11 @@ BLOCK = {"novel": 23, "rerun": 4, "copy": 10, "edit": 9, "paraphrase": 4}
 BLOCK_SIZE = sum(BLOCK.values())
 TRIVIAL = ("exact", "whitespace", "ids", "timestamps")
 EDITS = ("entity_swap", "truncation", "dropped_steps", "reordered_tool_results")
-#: Share of a synthetic run's units taken from other conversations.
-REPLACED = 1.0
+#: The chance that a unit of a synthetic run is the one every attempt at its task has (by
+#: the unit's kind: a tool call with its result, a user's turn; the agent's own messages are
+#: its attempt's). Chosen so that synthetic re-runs are as alike as the tau-bench attempts at
+#: one task are (word 3-shingle Jaccard: the test says how).
+SHARED = {"tool": 0.9, "user": 0.85, "thought": 0.4}
 #: Attempts per tau-bench task (and so per synthetic task).
 ATTEMPTS = 4
 #: Synthetic tasks kept open for re-runs (the most recent ones): bounds the memory.
@@ -332,11 +336,12 @@ class _Material:
         return trace
 
     def synthetic(
-        self, task_seed: str, skeleton: int, paraphrased: bool, label: str
+        self, task_seed: str, attempt: int, skeleton: int, paraphrased: bool, label: str
     ) -> dict[str, Any]:
-        """A synthetic run: ``skeleton``'s units, :data:`REPLACED` of them from donors chosen
-        by ``task_seed`` (the k-th unit of a kind gets the same donor in every attempt at the
-        task), values swapped by ``task_seed``."""
+        """A synthetic run: ``skeleton``'s units, each replaced by a donor unit of its kind,
+        then its values swapped by ``task_seed``. Attempts at one task share what such runs
+        share (the task's data, the user's wishes): the k-th unit of a kind takes the task's
+        donor with the kind's :data:`SHARED` chance, else one of its own attempt."""
         source = self.conversations[skeleton]
         trace = _head(source)
         trace["metadata"].pop("ground_truth", None)  # the skeleton's, not this run's
@@ -348,12 +353,12 @@ class _Material:
         for unit in self.units[skeleton]:
             occurrence = seen[unit.key]
             seen[unit.key] += 1
-            value = _hash(task_seed, unit.key, occurrence)
-            conversation, chosen = skeleton, unit
-            if value % 1000 < REPLACED * 1000:
-                pool = self.donors[unit.key]
-                conversation, u = pool[(value // 1000) % len(pool)]
-                chosen = self.units[conversation][u]
+            shared = SHARED.get(unit.key.split(":", 1)[0] if ":user" not in unit.key else "user")
+            own = _hash(task_seed, attempt, unit.key, occurrence) % 1000 >= (shared or 0) * 1000
+            value = _hash(task_seed, attempt if own else "task", unit.key, occurrence)
+            pool = self.donors[unit.key]
+            conversation, u = pool[value % len(pool)]
+            chosen = self.units[conversation][u]
             steps.extend(self._step(conversation, i, paraphrased) for i in chosen.steps)
         trace["steps"] = steps
         _renumber(trace)
@@ -539,7 +544,9 @@ class _Families:
             base = self.base_of[task - self.SYNTHETIC]
             skeleton = self.material.by_attempt[(base, attempt)]
             label = f"synthetic:{task - self.SYNTHETIC}:attempt-{attempt}"
-            trace = self.material.synthetic(f"{self.seed}:{task}", skeleton, paraphrased, label)
+            trace = self.material.synthetic(
+                f"{self.seed}:{task}", attempt, skeleton, paraphrased, label
+            )
         created = datetime.datetime(2024, 6, 1) + datetime.timedelta(seconds=37 * family)
         trace["metadata"]["created_at"] = created.isoformat() + "Z"
         return trace
@@ -650,6 +657,10 @@ class PairScore:
     truth_pairs: int = 0
     grouped_pairs: int = 0
     correct_pairs: int = 0
+    #: Copies of the kind whose family's run is in the pile, and those in its group: the
+    #: copy found against its source, whatever became of the family's other copies.
+    with_source: int = 0
+    found: int = 0
 
     @property
     def precision(self) -> float:
@@ -665,6 +676,11 @@ class PairScore:
     def f1(self) -> float:
         p, r = self.precision, self.recall
         return 2 * p * r / (p + r) if p + r else 0.0
+
+    @property
+    def found_share(self) -> float | None:
+        """Found / with source (None for a kind that is no copy: a family's run)."""
+        return self.found / self.with_source if self.with_source else None
 
     def line(self) -> str:
         return f"{self.precision:.3f} / {self.recall:.3f} / {self.f1:.3f}"
@@ -705,6 +721,40 @@ def _with_kind(total: int, of_kind: int) -> int:
     return _pairs(total) - _pairs(total - of_kind)
 
 
+def _read_groups(
+    truth: Mapping[str, Truth], groups_lines: Iterable[str | Mapping[str, Any]]
+) -> tuple[list[list[str]], dict[str, int]]:
+    """The groups (kept id first) and the group of each grouped id (see measure_curation)."""
+    group_of: dict[str, int] = {}
+    groups: list[list[str]] = []
+    for number, line in enumerate(groups_lines, 1):
+        record = json.loads(line) if isinstance(line, str) else line
+        members = [record["kept"], *(d["id"] for d in record.get("duplicates", []))]
+        for member in members:
+            if member not in truth:
+                raise ValueError(f"groups line {number}: {member!r} is not in the pile's truth")
+            if member in group_of:
+                raise ValueError(f"groups line {number}: {member!r} is already in a group")
+            group_of[member] = len(groups)
+        groups.append(members)
+
+    return groups, group_of
+
+
+def _count_found(
+    truth: Mapping[str, Truth], group_of: Mapping[str, int], per_kind: dict[str, PairScore]
+) -> None:
+    """Count, per kind, the copies grouped with their family's run (PairScore.found)."""
+    run_of = {t.family: t.id for t in truth.values() if t.kind in ("novel", "rerun")}
+    for record in truth.values():
+        source = run_of.get(record.family)
+        if record.kind in ("novel", "rerun") or source is None:
+            continue
+        per_kind[record.row].with_source += 1
+        group = group_of.get(record.id)
+        per_kind[record.row].found += group is not None and group == group_of.get(source)
+
+
 def measure_curation(
     truth: Mapping[str, Truth],
     kept_ids: Iterable[str],
@@ -724,18 +774,7 @@ def measure_curation(
     for trace_id in kept:
         if trace_id not in truth:
             raise ValueError(f"kept trace {trace_id!r} is not in the pile's truth")
-    group_of: dict[str, int] = {}
-    groups: list[list[str]] = []
-    for number, line in enumerate(groups_lines, 1):
-        record = json.loads(line) if isinstance(line, str) else line
-        members = [record["kept"], *(d["id"] for d in record.get("duplicates", []))]
-        for member in members:
-            if member not in truth:
-                raise ValueError(f"groups line {number}: {member!r} is not in the pile's truth")
-            if member in group_of:
-                raise ValueError(f"groups line {number}: {member!r} is already in a group")
-            group_of[member] = len(groups)
-        groups.append(members)
+    groups, group_of = _read_groups(truth, groups_lines)
 
     rows = sorted({t.row for t in truth.values()})
     overall = PairScore(traces=len(truth))
@@ -773,6 +812,7 @@ def measure_curation(
             _pairs(n) for n in families.values()
         )
 
+    _count_found(truth, group_of, per_kind)
     kept_families = {truth[k].family for k in kept}
     lost = set()
     for members in groups:
@@ -820,6 +860,19 @@ class Decision:
     @property
     def rate(self) -> float | None:
         return self.traces / self.seconds if self.seconds else None
+
+    @property
+    def short(self) -> str:
+        """The decider's name in a column of the per-kind table."""
+        name = self.decider.rsplit(", ", 1)[0]
+        for long, short in (
+            ("kp curate (default)", "kp curate"),
+            ("kp curate --similarity ", "kp curate J="),
+            ("SemHash static, cosine ≥ ", "SemHash "),
+            ("MiniLM whole-trace, cosine ≥ ", "MiniLM "),
+        ):
+            name = name.replace(long, short)
+        return name[:24]
 
 
 _MEASURE = (
@@ -929,12 +982,20 @@ def bench_copies(
     if budget_s > 0:
         with tempfile.TemporaryDirectory() as tmp:
             probe = Path(tmp) / "probe.jsonl.gz"
-            write_pile(probe, PROBE, seed)
+            probe_truth = read_truth(write_pile(probe, PROBE, seed))
             measured = run_kp_curate(probe, Path(tmp))
             if isinstance(measured, str):
                 report(Figure("copies: kp curate", None, "traces/s", note=measured))
                 return []
             rate = PROBE / measured[0]
+            # The probe pile is the first PROBE traces of every pile of this seed: its
+            # decision is scored too (the one kp curate figure where the budget allows none).
+            seconds, peak, kept, groups = measured
+            with groups.open(encoding="utf-8") as lines:
+                score = measure_curation(probe_truth, kept, lines)
+            label = f"kp curate (default), first {PROBE} (rate probe)"
+            decisions.append(Decision(label, PROBE, score, seconds, peak))
+            _report_decision(decisions[-1])
         print(f"copies: kp curate on a {PROBE}-trace pile: {rate:,.1f} traces/s", flush=True)
 
     def too_long(traces: int) -> str | None:
@@ -1101,15 +1162,19 @@ def print_tables(decisions: list[Decision]) -> None:
     if not scored:
         return
     rows = sorted({row for d in scored for row in d.score.per_kind})  # type: ignore[union-attr]
-    print("\nper kind: precision / recall of the pairs involving a trace of the kind")
-    print(f"{'kind':<30}" + "".join(f" {d.decider[:24]:>24}" for d in scored))
+    print(
+        "\nper kind: precision / recall of the pairs involving a trace of the kind / share of"
+        " its copies grouped with their family's run"
+    )
+    print(f"{'kind':<36}" + "".join(f" {d.short:>24}" for d in scored))
     for row in rows:
         cells = []
         for d in scored:
             kind = d.score.per_kind.get(row)  # type: ignore[union-attr]
-            cells.append(f"{kind.precision:.3f} / {kind.recall:.3f}" if kind else "—")
+            found = "" if kind is None or kind.found_share is None else f" / {kind.found_share:.2f}"
+            cells.append(f"{kind.precision:.2f} / {kind.recall:.2f}{found}" if kind else "—")
         traces = scored[0].score.per_kind[row].traces if row in scored[0].score.per_kind else 0  # type: ignore[union-attr]
-        print(f"{row + f' ({traces:,})':<30}" + "".join(f" {c:>24}" for c in cells))
+        print(f"{row + f' ({traces:,})':<36}" + "".join(f" {c:>24}" for c in cells))
 
 
 def _cpu() -> str:

@@ -76,6 +76,10 @@ def test_measure_curation_counts_pairs_lost_families_and_redundant_kept() -> Non
     assert (exact.truth_pairs, exact.grouped_pairs, exact.correct_pairs) == (2, 3, 2)
     paraphrase = score.per_kind["paraphrase"]  # fg, never grouped
     assert (paraphrase.precision, paraphrase.recall) == (1.0, 0.0)
+    # found against their family's run: b and c (with a), not g (f alone)
+    assert (exact.with_source, exact.found) == (1, 1)
+    assert score.per_kind["edit:truncation"].found_share == 1.0
+    assert (paraphrase.found_share, novel.found_share) == (0.0, None)
     rerun = score.per_kind["rerun"]  # de grouped, no pair of its own family
     assert (rerun.precision, rerun.recall, rerun.f1) == (0.0, 1.0, 0.0)
     assert set(score.per_kind) == {
@@ -240,3 +244,34 @@ def test_kp_curate_decision_is_read_and_scored(
     assert sorted(kept + grouped) == sorted(cp.read_truth(truth_file))
     score = cp.measure_curation(cp.read_truth(truth_file), kept, lines)
     assert score.traces == 12 and score.kept == len(kept)
+
+
+def test_synthetic_reruns_are_as_alike_as_tau_bench_attempts() -> None:
+    """Attempts at one task share the task's data and the user's wishes: synthetic attempts
+    (30 tasks x 4, built as the pile builds them) are about as alike as the tau-bench attempts
+    at one task (median word 3-shingle Jaccard of their pairs), and far from copies."""
+    import itertools
+    import statistics
+
+    material = cp._material()
+    real = [
+        cp.jaccard(cp.shingles(material.conversations[a]), cp.shingles(material.conversations[b]))
+        for task in material.tasks
+        for a, b in itertools.combinations(
+            [material.by_attempt[(task, n)] for n in range(cp.ATTEMPTS)], 2
+        )
+    ]
+    synthetic = []
+    for task in range(30):
+        base = material.tasks[task % len(material.tasks)]
+        runs = [
+            cp.shingles(
+                material.synthetic(f"t:{task}", n, material.by_attempt[(base, n)], False, "x")
+            )
+            for n in range(cp.ATTEMPTS)
+        ]
+        synthetic += [cp.jaccard(a, b) for a, b in itertools.combinations(runs, 2)]
+    assert (len(real), round(statistics.median(real), 3)) == (300, 0.279)
+    assert len(synthetic) == 180
+    assert 0.18 < statistics.median(synthetic) < 0.38
+    assert max(synthetic) < 0.8
