@@ -1163,9 +1163,10 @@ def print_tables(decisions: list[Decision]) -> None:
     if not scored:
         return
     rows = sorted({row for d in scored for row in d.score.per_kind})  # type: ignore[union-attr]
+    largest = max((d.score for d in scored if d.score), key=lambda s: s.traces)
     print(
-        "\nper kind: precision / recall of the pairs involving a trace of the kind / share of"
-        " its copies grouped with their family's run"
+        "\nper kind (its traces in the largest pile scored): precision / recall of the pairs"
+        " involving a trace of the kind / share of its copies grouped with their family's run"
     )
     print(f"{'kind':<36}" + "".join(f" {d.short:>24}" for d in scored))
     for row in rows:
@@ -1174,7 +1175,8 @@ def print_tables(decisions: list[Decision]) -> None:
             kind = d.score.per_kind.get(row)  # type: ignore[union-attr]
             found = "" if kind is None or kind.found_share is None else f" / {kind.found_share:.2f}"
             cells.append(f"{kind.precision:.2f} / {kind.recall:.2f}{found}" if kind else "—")
-        traces = scored[0].score.per_kind[row].traces if row in scored[0].score.per_kind else 0  # type: ignore[union-attr]
+        kind = largest.per_kind.get(row)
+        traces = kind.traces if kind else 0
         print(f"{row + f' ({traces:,})':<36}" + "".join(f" {c:>24}" for c in cells))
 
 
