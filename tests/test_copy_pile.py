@@ -220,7 +220,9 @@ def test_copies_section_scores_semhash_on_the_pile(capsys: pytest.CaptureFixture
     assert semhash.decider == "SemHash static, cosine ≥ 0.95, 100"
     assert semhash.score is not None and semhash.score.traces == 100
     out = capsys.readouterr().out
-    assert "decider" in out and "per kind: precision / recall" in out
+    rows = [line for line in out.splitlines() if line.startswith("SemHash static")]
+    assert len(rows) == 1 and rows[0].endswith("MiB")  # its table row, every column filled
+    assert "\nper kind (its traces in the largest pile scored): precision / recall" in out
 
 
 def test_kp_curate_decision_is_read_and_scored(
