@@ -5,6 +5,7 @@
     python -m benchmarks --json out.json
     python -m benchmarks ann --sizes 200000,1000000    # only the named sections
     python -m benchmarks curation-scale --curation-sizes 10000,100000
+    python -m benchmarks copies --copies-sizes 100000,1000000
 
 Sentence-transformers (the reference for the embedder ratio) is run in a subprocess with the
 interpreter of ``KP_BENCH_ST_PYTHON`` (default: this one); when it is not installed there, that
@@ -572,6 +573,7 @@ def main() -> None:
             "ann",
             "curation-scale",
             "copy-hashing",
+            "copies",
         ],
         help="leave a group out (repeatable)",
     )
@@ -599,6 +601,30 @@ def main() -> None:
         default=1800.0,
         metavar="SECONDS",
         help="the longest kp curate run the curation-scale section starts (default 1800)",
+    )
+    parser.add_argument(
+        "--copies-sizes",
+        metavar="N,N",
+        help="traces of the realistic pile in the copies section (default 10000; --quick 2000): "
+        "kp curate at each, the --similarity sweep, SemHash and MiniLM at the smallest",
+    )
+    parser.add_argument(
+        "--copies-budget",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="the longest kp curate run the copies section starts, at the rate kp curate has "
+        "on a 200-trace pile (default 1800; 0: no kp curate run)",
+    )
+    parser.add_argument(
+        "--copies-minilm",
+        type=int,
+        metavar="N",
+        help="traces (the pile's first) of today's whole-trace MiniLM curation in the copies "
+        "section (default 2,000; --quick 200; 0: not run): ~0.3 s each on 2 cores",
+    )
+    parser.add_argument(
+        "--copies-seed", type=int, default=0, metavar="N", help="the copies pile's seed"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument(
@@ -666,6 +692,7 @@ SECTIONS = (
     "curation",
     "ann",
     "curation-scale",
+    "copies",
 )
 
 
@@ -739,6 +766,17 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
 
         default = [2_000] if args.quick else [10_000, 100_000, 1_000_000]
         bench_curation_scale(_sizes(args.curation_sizes, default), args.curation_budget)
+    if "copies" not in skip:
+        from ._copy_pile import bench_copies
+
+        bench_copies(
+            _sizes(args.copies_sizes, [2_000] if args.quick else [10_000]),
+            args.copies_budget,
+            args.copies_minilm
+            if args.copies_minilm is not None
+            else (200 if args.quick else 2_000),
+            args.copies_seed,
+        )
     missed = [f.name.strip() for f in FIGURES if f.status == "NOT met"]
     print(f"\n{len(FIGURES)} figures; targets not met: {', '.join(missed) if missed else 'none'}")
     if args.json:

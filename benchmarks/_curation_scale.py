@@ -63,15 +63,25 @@ def write_pile(path: Path, size: int, seed: int = 11) -> Path:
 def _text_chunks(path: Path, limit: int | None, size: int = 10_000) -> Iterator[list[str]]:
     """The embedded text of each trace of the pile (its first ``limit``), ``size`` at a time:
     a worker holds one chunk of texts, not the pile (10^6 traces are ~10 GB of text)."""
+    for chunk in _trace_chunks(path, limit, size):
+        yield [text for _, text in chunk]
+
+
+def _trace_chunks(
+    path: Path, limit: int | None, size: int = 10_000
+) -> Iterator[list[tuple[str, str]]]:
+    """The id and embedded text of each trace of the pile (its first ``limit``), ``size`` at
+    a time."""
     import knowledgepulse as kp
 
-    chunk: list[str] = []
+    chunk: list[tuple[str, str]] = []
     read = 0
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             if limit is not None and read >= limit:
                 break
-            chunk.append(kp.ReasoningTrace.model_validate_json(line).embedding_text)
+            trace = kp.ReasoningTrace.model_validate_json(line)
+            chunk.append((trace.id, trace.embedding_text))
             read += 1
             if len(chunk) == size:
                 yield chunk
@@ -107,10 +117,17 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
-    """One measurement in this process (see the module); a JSON-able result."""
+def _worker(
+    kind: str, path: Path, limit: int | None, groups_dir: Path | None = None
+) -> dict[str, Any]:
+    """One measurement in this process (see the module); a JSON-able result. With
+    ``groups_dir`` (SemHash with the static model only), SemHash is handed each trace's id
+    with its text, and its decision is written there as ``kept.txt`` (one kept id a line) and
+    ``groups.jsonl`` (``knowledgepulse.groups/1`` lines), for the copies benchmark to score."""
     from knowledgepulse.embedding._static import StaticEmbedder
 
+    if groups_dir is not None and kind != "semhash-static":
+        raise ValueError(f"the decision is written for semhash-static only, not {kind}")
     static = StaticEmbedder()
     static.warm_up()
     if kind == "static":
@@ -138,6 +155,7 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
     from semhash import SemHash
 
     texts = []
+    trace_ids: list[str] = []
     seen = cut = 0
     encode_tokens = 0  # the tokens SemHash reads of its first SEMHASH_ENCODE_SAMPLE texts
     if kind == "semhash-static":
@@ -147,10 +165,11 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
         loaded = static.model
         tokenizer = tokenizers.Tokenizer.from_file(str(loaded.model_dir / "tokenizer.json"))
         model: Any = StaticModel(vectors=loaded.table, tokenizer=tokenizer, normalize=True)
-        for chunk in _text_chunks(path, limit):
-            for text in chunk:
+        for chunk in _trace_chunks(path, limit):
+            for trace_id, text in chunk:
                 handed, read = semhash_input(text, lambda t: len(static.token_ids([t])[0]))
                 texts.append(handed)
+                trace_ids.append(trace_id)
                 seen += read
                 cut += handed != text
                 if len(texts) <= SEMHASH_ENCODE_SAMPLE:
@@ -174,11 +193,17 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
         texts = [t for chunk in _text_chunks(path, limit) for t in chunk]
         seen = sum(min(len(tokenizer(t)["input_ids"]), window) for t in texts)
         encode_s = None
+    records: Any = texts
+    if groups_dir is not None:  # the same texts, each with its trace's id
+        records = [{"id": i, "text": t} for i, t in zip(trace_ids, texts)]
+        del trace_ids
     started = time.perf_counter()
-    semhash = SemHash.from_records(texts, model=model)
+    semhash = SemHash.from_records(records, model=model, columns=["text"] if groups_dir else None)
     indexed = time.perf_counter()
     result = semhash.self_deduplicate(threshold=SIMILARITY)
     done = time.perf_counter()
+    if groups_dir is not None:
+        _write_semhash_decision(result, groups_dir)
     return {
         "traces": len(texts),
         "tokens_seen": seen,
@@ -193,11 +218,34 @@ def _worker(kind: str, path: Path, limit: int | None) -> dict[str, Any]:
     }
 
 
-def _run_worker(kind: str, path: Path, limit: int | None) -> dict[str, Any] | str:
+def _write_semhash_decision(result: Any, out: Path) -> None:
+    """SemHash's kept ids and groups (each filtered record under the selected one it points
+    to) as ``kept.txt`` and ``groups.jsonl`` in ``out``."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for dropped in result.filtered:
+        groups.setdefault(dropped.duplicate_of["id"], []).append(
+            {
+                "id": dropped.record["id"],
+                "similarity": round(float(dropped.score), 6),
+                "relation": "exact" if dropped.exact else "near_copy",
+            }
+        )
+    with (out / "kept.txt").open("w", encoding="utf-8") as kept:
+        kept.writelines(f"{record['id']}\n" for record in result.selected)
+    with (out / "groups.jsonl").open("w", encoding="utf-8") as lines:
+        for leader, members in groups.items():
+            line = {"schema": "knowledgepulse.groups/1", "kept": leader, "duplicates": members}
+            lines.write(json.dumps({**line, "reason": f"semhash cosine >= {SIMILARITY}"}) + "\n")
+
+
+def _run_worker(
+    kind: str, path: Path, limit: int | None, groups_dir: Path | None = None
+) -> dict[str, Any] | str:
     """The worker's result, or why there is none (its last line of error)."""
     command = [sys.executable, "-m", "benchmarks._curation_scale", kind, str(path)]
-    if limit is not None:
-        command.append(str(limit))
+    command.append("all" if limit is None else str(limit))
+    if groups_dir is not None:
+        command.append(str(groups_dir))
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode < 0:  # no word from the worker (SIGKILL: the out-of-memory killer?)
         return f"killed by signal {-done.returncode}"
@@ -368,5 +416,6 @@ def _report_semhash(
 
 
 if __name__ == "__main__":
-    limit = int(sys.argv[3]) if len(sys.argv) > 3 else None
-    print(json.dumps(_worker(sys.argv[1], Path(sys.argv[2]), limit)))
+    limit = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "all" else None
+    groups_dir = Path(sys.argv[4]) if len(sys.argv) > 4 else None
+    print(json.dumps(_worker(sys.argv[1], Path(sys.argv[2]), limit, groups_dir)))

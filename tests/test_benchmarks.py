@@ -43,6 +43,14 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
             "300",
             "--curation-budget",
             "30",
+            # The copies section's code on a small pile: no kp curate run (today's embeds
+            # whole traces with MiniLM, ~1 trace/s here) and no MiniLM; SemHash scored.
+            "--copies-sizes",
+            "200",
+            "--copies-budget",
+            "0",
+            "--copies-minilm",
+            "0",
             "--json",
             str(out_json),
         ],
@@ -59,6 +67,7 @@ def test_benchmark_quick_core_figures(tmp_path: Path) -> None:
         "cache scan 1,000×384, batched",
         # Against the shipped tau-bench file, gzip-compressed (read whole, not skipped).
         "agent rubric: successful_completion agrees with tau-bench reward",
+        "copies: SemHash static, cosine ≥ 0.95, 200, precision",
     ):
         assert name in result.stdout
     figures = json.loads(out_json.read_text())
