@@ -21,7 +21,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 COMMANDS: dict[str, tuple[str, str]] = {
     "curate": (
         "._curate_cmd",
-        "Drop near-duplicates: keep the most valuable trace of each group, whatever the order.",
+        "Drop copies: keep the most valuable trace of each group of copies, whatever the order.",
     ),
     "eval": (
         "._eval_cmd",
