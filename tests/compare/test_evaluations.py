@@ -122,7 +122,9 @@ def test_pass_rates_flips_outcomes_and_the_interval() -> None:
 def test_a_dropped_pass_rate_is_a_regression() -> None:
     c = compare_evaluations(AFTER[:3], BEFORE[:3])
     assert [k.name for k in c.criteria if k.dropped] == ["y"]
-    assert c.regressions[0] == "criterion y: pass rate 66.7% -> 33.3% (2 case(s) flipped pass -> fail)"
+    assert (
+        c.regressions[0] == "criterion y: pass rate 66.7% -> 33.3% (2 case(s) flipped pass -> fail)"
+    )
 
 
 def test_no_change_is_no_regression() -> None:
@@ -152,7 +154,12 @@ def test_other_refusals() -> None:
             "tool_diversity": 0.5,
             "outcome": 0.5,
             "profile": "default",
-            "weights": {"complexity": 0.25, "novelty": 0.25, "tool_diversity": 0.25, "outcome": 0.25},
+            "weights": {
+                "complexity": 0.25,
+                "novelty": 0.25,
+                "tool_diversity": 0.25,
+                "outcome": 0.25,
+            },
             "novelty_source": "no_embedder",
             "domain": "d",
             "success": True,
@@ -195,7 +202,12 @@ def test_score_lines_compare_by_their_passed_flag() -> None:
             "tool_diversity": 0.5,
             "outcome": 0.5,
             "profile": "default",
-            "weights": {"complexity": 0.25, "novelty": 0.25, "tool_diversity": 0.25, "outcome": 0.25},
+            "weights": {
+                "complexity": 0.25,
+                "novelty": 0.25,
+                "tool_diversity": 0.25,
+                "outcome": 0.25,
+            },
             "novelty_source": "no_embedder",
             "domain": "d",
             "success": True,
@@ -223,7 +235,12 @@ def test_t_quantiles() -> None:
 
 def test_files_are_recognised_and_read(tmp_path: Path) -> None:
     path = tmp_path / "evals.jsonl"
-    path.write_text("".join(json.dumps(data) + "\n" for data in [line("c1", 1.0, True, True, "successful_completion")]))
+    path.write_text(
+        "".join(
+            json.dumps(data) + "\n"
+            for data in [line("c1", 1.0, True, True, "successful_completion")]
+        )
+    )
     assert results_kind(str(path)) == "eval"
     assert load_results(str(path)).kind == "eval"
     bad = tmp_path / "bad.jsonl"

@@ -37,7 +37,9 @@ def say(text: str) -> dict[str, Any]:
     return {"type": "thought", "content": text}
 
 
-def trace(*steps: Mapping[str, Any], trace_id: str = "kp:trace:a", **metadata: Any) -> ReasoningTrace:
+def trace(
+    *steps: Mapping[str, Any], trace_id: str = "kp:trace:a", **metadata: Any
+) -> ReasoningTrace:
     data = make_trace([dict(step) for step in steps], trace_id=trace_id)
     data["metadata"].update(metadata)
     return ReasoningTrace.model_validate(data)
@@ -98,7 +100,10 @@ def test_rows_part_at_the_call_with_other_arguments() -> None:
     ]
     assert c.argument_changes == [
         ArgumentChange(
-            step_a=3, step_b=3, tool="book_seat", fields=[FieldChange(path="seat", a="12A", b="14C")]
+            step_a=3,
+            step_b=3,
+            tool="book_seat",
+            fields=[FieldChange(path="seat", a="12A", b="14C")],
         )
     ]
     assert not c.identical

@@ -1,6 +1,6 @@
 """Compare two runs: where two traces parted and which verdicts flipped; two evaluations case by case.
 
-- :func:`compare_traces` — two :class:`~knowledgepulse.ReasoningTrace`\\ s aligned by a longest
+- :func:`compare_traces` — two :class:`~knowledgepulse.ReasoningTrace` objects aligned by a longest
   common subsequence of their tool calls (name and canonical arguments), then of their
   messages: the first parting step, calls only one made, arguments that differ, whether they
   are copies and, with a rubric, the criteria whose verdict flipped with their steps

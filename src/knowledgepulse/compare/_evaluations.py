@@ -42,7 +42,6 @@ _TOLERANCE = 1e-9
 _METHOD = "paired t"
 
 
-
 def t_quantile_975(df: int) -> float:
     """Student's t quantile at 0.975 with ``df`` degrees of freedom (``df`` >= 1)."""
     if df < 1:
@@ -356,36 +355,7 @@ def compare_evaluations(
     keyed_b = _keyed(results_b, by, names[1])
     paired = [key for key in keyed_a if key in keyed_b]
     pairs = [(keyed_a[key][0], keyed_b[key][0]) for key in paired]
-    criteria_names: list[str] = []
-    seen: set[str] = set()
-    for case_a, case_b in pairs:
-        for name in [*case_a.details, *case_b.details]:
-            if name not in seen:
-                seen.add(name)
-                criteria_names.append(name)
-    criteria = []
-    regressions = []
-    for name in criteria_names:
-        before = [(key, a.details.get(name), b.details.get(name)) for key, (a, b) in zip(paired, pairs)]
-        rate_a = _rate(x for _, x, _ in before)
-        rate_b = _rate(y for _, _, y in before)
-        dropped = rate_a is not None and rate_b is not None and rate_b < rate_a - _TOLERANCE
-        change = CriterionChange(
-            name=name,
-            pass_rate_a=_round(rate_a),
-            pass_rate_b=_round(rate_b),
-            determined_a=sum(1 for _, x, _ in before if x is not None),
-            determined_b=sum(1 for _, _, y in before if y is not None),
-            passed_to_failed=[key for key, x, y in before if x is True and y is False],
-            failed_to_passed=[key for key, x, y in before if x is False and y is True],
-            dropped=dropped,
-        )
-        criteria.append(change)
-        if dropped and rate_a is not None and rate_b is not None:
-            regressions.append(
-                f"criterion {name}: pass rate {rate_a:.1%} -> {rate_b:.1%} "
-                f"({len(change.passed_to_failed)} case(s) flipped pass -> fail)"
-            )
+    criteria, regressions = _criterion_changes(paired, pairs)
     outcomes: dict[tuple[str | None, str | None], list[str]] = defaultdict(list)
     for key, (a, b) in zip(paired, pairs):
         if kind_a == "eval" and a.outcome != b.outcome:
@@ -396,8 +366,12 @@ def compare_evaluations(
             outcomes.items(), key=lambda item: (-len(item[1]), str(item[0]))
         )
     ]
-    regressed_cases = [k for k, (a, b) in zip(paired, pairs) if a.passed is True and b.passed is False]
-    improved_cases = [k for k, (a, b) in zip(paired, pairs) if a.passed is False and b.passed is True]
+    regressed_cases = [
+        k for k, (a, b) in zip(paired, pairs) if a.passed is True and b.passed is False
+    ]
+    improved_cases = [
+        k for k, (a, b) in zip(paired, pairs) if a.passed is False and b.passed is True
+    ]
     if regressed_cases:
         shown = ", ".join(regressed_cases[:5]) + (" …" if len(regressed_cases) > 5 else "")
         regressions.append(f"{len(regressed_cases)} case(s) flipped pass -> fail: {shown}")
@@ -417,7 +391,7 @@ def compare_evaluations(
     cases_a = [case for case, _ in keyed_a.values()]
     cases_b = [case for case, _ in keyed_b.values()]
     comparison = EvaluationComparison(
-        record_kind=kind_a,  # type: ignore[arg-type]
+        record_kind=kind_a,
         by=by,
         a=_side(names[0], cases_a, rubric),
         b=_side(names[1], cases_b, rubric),
@@ -435,6 +409,45 @@ def compare_evaluations(
         explanation="",
     )
     return comparison.model_copy(update={"explanation": _explain(comparison)})
+
+
+def _criterion_changes(
+    paired: Sequence[str], pairs: Sequence[tuple[_Case, _Case]]
+) -> tuple[list[CriterionChange], list[str]]:
+    """Per criterion (in the order first seen) its change over the pairs, and the regressions."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for case_a, case_b in pairs:
+        for name in [*case_a.details, *case_b.details]:
+            if name not in seen:
+                seen.add(name)
+                names.append(name)
+    criteria = []
+    regressions = []
+    for name in names:
+        verdicts = [
+            (key, a.details.get(name), b.details.get(name)) for key, (a, b) in zip(paired, pairs)
+        ]
+        rate_a = _rate(x for _, x, _ in verdicts)
+        rate_b = _rate(y for _, _, y in verdicts)
+        dropped = rate_a is not None and rate_b is not None and rate_b < rate_a - _TOLERANCE
+        change = CriterionChange(
+            name=name,
+            pass_rate_a=_round(rate_a),
+            pass_rate_b=_round(rate_b),
+            determined_a=sum(1 for _, x, _ in verdicts if x is not None),
+            determined_b=sum(1 for _, _, y in verdicts if y is not None),
+            passed_to_failed=[key for key, x, y in verdicts if x is True and y is False],
+            failed_to_passed=[key for key, x, y in verdicts if x is False and y is True],
+            dropped=dropped,
+        )
+        criteria.append(change)
+        if dropped and rate_a is not None and rate_b is not None:
+            regressions.append(
+                f"criterion {name}: pass rate {rate_a:.1%} -> {rate_b:.1%} "
+                f"({len(change.passed_to_failed)} case(s) flipped pass -> fail)"
+            )
+    return criteria, regressions
 
 
 def _side(name: str, cases: Sequence[_Case], rubric: str | None) -> ResultsSide:

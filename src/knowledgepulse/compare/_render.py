@@ -36,7 +36,9 @@ def _lines(items: Iterable[str], width: int) -> list[str]:
 
 
 def _side(name: str, side: TraceSide, width: int) -> list[str]:
-    facts = f"{side.steps} steps, {side.tool_calls} calls, success {'yes' if side.success else 'no'}"
+    facts = (
+        f"{side.steps} steps, {side.tool_calls} calls, success {'yes' if side.success else 'no'}"
+    )
     if side.score is not None:
         facts += f", score {side.score:.2f} ({side.outcome or 'undetermined'})"
     return [_fit(f"{name} {side.id}", width), _fit(f"  {facts}", width)]
@@ -81,31 +83,7 @@ def render_traces(c: TraceComparison, width: int = 80) -> str:
         a = "-" if p.step_a is None else p.step_a
         b = "-" if p.step_b is None else p.step_b
         out.append(f"First call that differs: step {a} of A, step {b} of B: {p.reason}.")
-    if c.rubric is not None:
-        if not c.flipped:
-            out.append(f"No criterion of the {c.rubric} rubric flipped.")
-        else:
-            out.append(f"Flipped criteria ({c.rubric} rubric):")
-            for flip in c.flipped:
-                verdicts = f"{_verdict(flip.a)} on A, {_verdict(flip.b)} on B"
-                out.append(f"  {flip.name}: {flip.direction} ({verdicts})")
-                out.append(f"    A: {flip.reason_a} [{_steps(flip.steps_a)}]")
-                out.append(f"    B: {flip.reason_b} [{_steps(flip.steps_b)}]")
-    for name, calls in (("A", c.only_a_calls), ("B", c.only_b_calls)):
-        if calls:
-            out.append(f"Calls only {name} made ({len(calls)}):")
-            out += [f"  step {call.step}: {call.tool}({_value(call.arguments)})" for call in calls]
-    if c.argument_changes:
-        out.append(f"Same tool, other arguments ({len(c.argument_changes)}):")
-        for change in c.argument_changes:
-            out.append(f"  step {change.step_a} of A, {change.step_b} of B: {change.tool}")
-            for field in change.fields:
-                if field.only_in == "a":
-                    out.append(f"    {field.path}: {_value(field.a)} (only A)")
-                elif field.only_in == "b":
-                    out.append(f"    {field.path}: {_value(field.b)} (only B)")
-                else:
-                    out.append(f"    {field.path}: {_value(field.a)} -> {_value(field.b)}")
+    out += _flip_lines(c) + _call_lines(c)
     column = (width - 7) // 2
     legend = "= same  ~ other arguments  ! other result  # different  < only A  > only B"
     out += ["", _fit(legend, width), f"   {'A'.ljust(column)} | B"]
@@ -125,6 +103,40 @@ def render_traces(c: TraceComparison, width: int = 80) -> str:
         out.append(_row(rows[index], column, index == parting_row))
         index += 1
     return "\n".join(_wrap(out, width))
+
+
+def _flip_lines(c: TraceComparison) -> list[str]:
+    if c.rubric is None:
+        return []
+    if not c.flipped:
+        return [f"No criterion of the {c.rubric} rubric flipped."]
+    out = [f"Flipped criteria ({c.rubric} rubric):"]
+    for flip in c.flipped:
+        verdicts = f"{_verdict(flip.a)} on A, {_verdict(flip.b)} on B"
+        out.append(f"  {flip.name}: {flip.direction} ({verdicts})")
+        out.append(f"    A: {flip.reason_a} [{_steps(flip.steps_a)}]")
+        out.append(f"    B: {flip.reason_b} [{_steps(flip.steps_b)}]")
+    return out
+
+
+def _call_lines(c: TraceComparison) -> list[str]:
+    out: list[str] = []
+    for name, calls in (("A", c.only_a_calls), ("B", c.only_b_calls)):
+        if calls:
+            out.append(f"Calls only {name} made ({len(calls)}):")
+            out += [f"  step {call.step}: {call.tool}({_value(call.arguments)})" for call in calls]
+    if c.argument_changes:
+        out.append(f"Same tool, other arguments ({len(c.argument_changes)}):")
+        for change in c.argument_changes:
+            out.append(f"  step {change.step_a} of A, {change.step_b} of B: {change.tool}")
+            for field in change.fields:
+                if field.only_in == "a":
+                    out.append(f"    {field.path}: {_value(field.a)} (only A)")
+                elif field.only_in == "b":
+                    out.append(f"    {field.path}: {_value(field.b)} (only B)")
+                else:
+                    out.append(f"    {field.path}: {_value(field.a)} -> {_value(field.b)}")
+    return out
 
 
 def _verdict(value: bool | None) -> str:
@@ -187,7 +199,9 @@ def render_evaluations(c: EvaluationComparison, width: int = 80) -> str:
         ("Cases that flipped fail -> pass", c.cases_improved),
     ):
         if cases:
-            shown = ", ".join(cases[:10]) + (f", … ({len(cases) - 10} more)" if len(cases) > 10 else "")
+            shown = ", ".join(cases[:10]) + (
+                f", … ({len(cases) - 10} more)" if len(cases) > 10 else ""
+            )
             out.append(f"{title} ({len(cases)}): {shown}")
     out.append("")
     if c.regressions:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import zip_longest
-from typing import TYPE_CHECKING, Any, Literal
+from itertools import pairwise, zip_longest
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +31,7 @@ __all__ = [
     "compare_traces",
 ]
 
-DIFF_SCHEMA = "knowledgepulse.diff/1"
+DIFF_SCHEMA: Final = "knowledgepulse.diff/1"
 
 #: How two aligned rows relate. ``same``: the same call (name and arguments) or the same
 #: message; ``arguments_differ``: one tool called with other arguments; ``result_differs``:
@@ -259,7 +259,7 @@ def _align(a: ReasoningTrace, b: ReasoningTrace) -> tuple[list[AlignedRow], list
     # Between two calls made alike, calls of one tool with other arguments are aligned too.
     changed: list[tuple[int, int]] = []
     bounds = [(-1, -1), *same, (len(calls_a), len(calls_b))]
-    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+    for (i0, j0), (i1, j1) in pairwise(bounds):
         names_a = [keys_a[i][0] for i in range(i0 + 1, i1)]
         names_b = [keys_b[j][0] for j in range(j0 + 1, j1)]
         changed += [(i0 + 1 + x, j0 + 1 + y) for x, y in lcs_pairs(names_a, names_b)]
@@ -282,7 +282,7 @@ def _align(a: ReasoningTrace, b: ReasoningTrace) -> tuple[list[AlignedRow], list
             anchors.append((i, j))
     rows: list[AlignedRow] = []
     bounds = [(-1, -1), *anchors, (len(steps_a), len(steps_b))]
-    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+    for (i0, j0), (i1, j1) in pairwise(bounds):
         if i0 >= 0:
             rows.append(
                 AlignedRow(a=_ref(steps_a[i0]), b=_ref(steps_b[j0]), relation=relation[i0, j0])
@@ -299,7 +299,7 @@ def _gap_rows(gap_a: Sequence[Step], gap_b: Sequence[Step]) -> list[AlignedRow]:
         [_message_key(s) if not _is_call(s) else ("call", -1 - id(s)) for s in gap_b],
     )
     bounds = [(-1, -1), *matched, (len(gap_a), len(gap_b))]
-    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
+    for (i0, j0), (i1, j1) in pairwise(bounds):
         if i0 >= 0:
             rows.append(AlignedRow(a=_ref(gap_a[i0]), b=_ref(gap_b[j0]), relation="same"))
         for x, y in zip_longest(gap_a[i0 + 1 : i1], gap_b[j0 + 1 : j1]):
