@@ -647,6 +647,7 @@ SECTIONS = (
     "basics",
     "speed",
     "agent",
+    "compare",
     "embedder",
     "bulk",
     "windowing",
@@ -688,6 +689,10 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         from ._agent_rubric import bench_agent_rubric
 
         bench_agent_rubric(args.tau_bench)
+    if "compare" not in skip:
+        from ._compare import bench_compare
+
+        bench_compare(args.quick, args.tau_bench)
     if "embedder" not in skip:
         bench_embedder(args.quick)
     if "bulk" not in skip:
