@@ -75,6 +75,7 @@ def test_pass_rates_flips_outcomes_and_the_interval() -> None:
             name="x",
             pass_rate_a=round(2 / 3, 12),
             pass_rate_b=round(2 / 3, 12),
+            compared=3,
             determined_a=3,
             determined_b=3,
             passed_to_failed=[],
@@ -85,6 +86,7 @@ def test_pass_rates_flips_outcomes_and_the_interval() -> None:
             name="y",
             pass_rate_a=round(1 / 3, 12),
             pass_rate_b=round(2 / 3, 12),
+            compared=3,
             determined_a=3,
             determined_b=3,
             passed_to_failed=["c1"],
@@ -115,7 +117,8 @@ def test_pass_rates_flips_outcomes_and_the_interval() -> None:
     assert again == c
     text = c.render()
     assert max(len(row) for row in text.splitlines()) <= 80
-    assert "y          33.3%  66.7%          1          2" in text
+    assert "criterion  before   after  pass>fail  fail>pass" in text
+    assert "y           33.3%   66.7%          1          2" in text
     assert "regression: 1 case(s) flipped pass -> fail: c1" in text
 
 
@@ -125,6 +128,27 @@ def test_a_dropped_pass_rate_is_a_regression() -> None:
     assert (
         c.regressions[0] == "criterion y: pass rate 66.7% -> 33.3% (2 case(s) flipped pass -> fail)"
     )
+
+
+def test_a_case_turning_undetermined_moves_no_pass_rate() -> None:
+    a = records(
+        line("c1", 1.0, True, True, "successful_completion"),
+        line("c2", 1.0, True, True, "successful_completion"),
+    )
+    b = records(
+        line("c1", 1.0, True, None, "successful_completion"),
+        line("c2", 1.0, True, True, "successful_completion"),
+    )
+    c = compare_evaluations(a, b)
+    y = c.criteria[1]
+    assert (y.pass_rate_a, y.pass_rate_b, y.compared, y.determined_a, y.determined_b) == (
+        1.0,
+        1.0,
+        1,
+        2,
+        1,
+    )
+    assert not c.regressed
 
 
 def test_no_change_is_no_regression() -> None:

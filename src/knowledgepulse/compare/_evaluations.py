@@ -95,8 +95,11 @@ class CriterionChange(_Frozen):
     flipped each way."""
 
     name: str
-    pass_rate_a: float | None = Field(description="Passed / determined on A (null: none).")
+    pass_rate_a: float | None = Field(
+        description="Passed on A among the paired cases determined on both sides (null: none)."
+    )
     pass_rate_b: float | None
+    compared: int = Field(description="Paired cases determined on both sides.")
     determined_a: int
     determined_b: int
     passed_to_failed: list[str]
@@ -428,13 +431,17 @@ def _criterion_changes(
         verdicts = [
             (key, a.details.get(name), b.details.get(name)) for key, (a, b) in zip(paired, pairs)
         ]
-        rate_a = _rate(x for _, x, _ in verdicts)
-        rate_b = _rate(y for _, _, y in verdicts)
+        # The rates are taken over the cases determined on both sides, so that a case that
+        # became undetermined moves neither, and a drop means some case flipped pass -> fail.
+        both = [(x, y) for _, x, y in verdicts if x is not None and y is not None]
+        rate_a = _rate(x for x, _ in both)
+        rate_b = _rate(y for _, y in both)
         dropped = rate_a is not None and rate_b is not None and rate_b < rate_a - _TOLERANCE
         change = CriterionChange(
             name=name,
             pass_rate_a=_round(rate_a),
             pass_rate_b=_round(rate_b),
+            compared=len(both),
             determined_a=sum(1 for _, x, _ in verdicts if x is not None),
             determined_b=sum(1 for _, _, y in verdicts if y is not None),
             passed_to_failed=[key for key, x, y in verdicts if x is True and y is False],

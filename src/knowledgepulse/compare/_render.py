@@ -160,7 +160,7 @@ def _wrap(lines: Iterable[str], width: int) -> list[str]:
 
 
 def _rate(value: float | None) -> str:
-    return "  -  " if value is None else f"{value:5.1%}"
+    return "     -" if value is None else f"{value:6.1%}"
 
 
 def render_evaluations(c: EvaluationComparison, width: int = 80) -> str:
@@ -181,7 +181,7 @@ def render_evaluations(c: EvaluationComparison, width: int = 80) -> str:
     if c.criteria:
         name_width = max(9, min(28, max(len(k.name) for k in c.criteria)))
         out.append("")
-        out.append(f"{'criterion'.ljust(name_width)}  before  after   pass>fail  fail>pass")
+        out.append(f"{'criterion'.ljust(name_width)}  before   after  pass>fail  fail>pass")
         for k in c.criteria:
             mark = " (dropped)" if k.dropped else ""
             out.append(
