@@ -48,8 +48,11 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _steps(steps: list[int]) -> str:
-    return "steps " + ", ".join(map(str, steps)) if steps else "no step named"
+def _with_steps(reason: str, steps: list[int]) -> str:
+    """The reason, and the steps it is about unless it names them itself."""
+    if "step" in reason:
+        return reason
+    return f"{reason} [{'steps ' + ', '.join(map(str, steps)) if steps else 'no step named'}]"
 
 
 def _cell(ref: StepRef | None, width: int) -> str:
@@ -114,8 +117,8 @@ def _flip_lines(c: TraceComparison) -> list[str]:
     for flip in c.flipped:
         verdicts = f"{_verdict(flip.a)} on A, {_verdict(flip.b)} on B"
         out.append(f"  {flip.name}: {flip.direction} ({verdicts})")
-        out.append(f"    A: {flip.reason_a} [{_steps(flip.steps_a)}]")
-        out.append(f"    B: {flip.reason_b} [{_steps(flip.steps_b)}]")
+        out.append(f"    A: {_with_steps(flip.reason_a, flip.steps_a)}")
+        out.append(f"    B: {_with_steps(flip.reason_b, flip.steps_b)}")
     return out
 
 
