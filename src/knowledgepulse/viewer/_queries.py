@@ -32,6 +32,7 @@ from ..api_models import (
     TraceList,
     TraceListItem,
 )
+from ..compare import TraceComparison, compare_traces
 from ..records import GroupDuplicate
 from ._load import ViewedTrace, ViewerData
 
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_LIMIT",
     "SORT_KEYS",
     "QueryError",
+    "compare_two",
     "group_list",
     "list_traces",
     "search_traces",
@@ -136,6 +138,27 @@ def trace_detail(data: ViewerData, trace_id: str) -> TraceDetail | None:
         sources=sources,
         eval=trace.eval.to_dict() if trace.eval else None,
     )
+
+
+def compare_two(data: ViewerData, params: Mapping[str, Sequence[str]]) -> TraceComparison | str:
+    """``GET /v1/compare?a=ID&b=ID[&rubric=agent|none]``: the two traces compared, or the
+    first id whose steps were not read (HTTP 404, as ``kp serve`` answers an id it lacks)."""
+    ids = []
+    for name in ("a", "b"):
+        value = _text(params, name)
+        if not value:
+            raise QueryError(name, "expected a trace id")
+        ids.append(value)
+    rubric = _text(params, "rubric") or "agent"
+    if rubric not in ("agent", "none"):
+        raise QueryError("rubric", f"expected 'agent' or 'none', got {rubric!r}")
+    traces = []
+    for trace_id in ids:
+        viewed = data.traces.get(trace_id)
+        if viewed is None or viewed.trace is None:
+            return trace_id
+        traces.append(viewed.trace)
+    return compare_traces(traces[0], traces[1], rubric=None if rubric == "none" else rubric)
 
 
 def search_traces(data: ViewerData, body: Any) -> SearchResponse:
