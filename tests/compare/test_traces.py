@@ -205,6 +205,7 @@ def test_tau_bench_pairs_part_and_mixed_pairs_flip() -> None:
     for attempts in by_task.values():
         for a, b in combinations(attempts, 2):
             c = compare_traces(a, b, rubric=True)
+            assert max(len(line) for line in c.render().splitlines()) <= 80, (a.id, b.id)
             parted += c.parting is not None
             if a.metadata.success != b.metadata.success:
                 mixed += 1
@@ -214,3 +215,27 @@ def test_tau_bench_pairs_part_and_mixed_pairs_flip() -> None:
     # flipped naming its steps. Task 5's trial 0 (failed) and 1 (passed) get the same verdicts:
     # the agent rubric does not see what the reward saw there.
     assert (mixed, flipped_with_steps) == (15, 14)
+
+
+def test_both_results_validate_against_the_diff_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from knowledgepulse.compare import compare_evaluations, diff_schema
+    from knowledgepulse.records import EvalRecord
+
+    line = {
+        "rubric": "agent",
+        "case_id": "c1",
+        "score": 1.0,
+        "details": {"x": True},
+        "weights": {"x": 1.0},
+        "outcome_type": "successful_completion",
+        "explanation": "",
+    }
+    evaluations = compare_evaluations(
+        [EvalRecord.model_validate(line)], [EvalRecord.model_validate({**line, "score": 0.0})]
+    )
+    validator = jsonschema.Draft202012Validator(diff_schema())
+    for result in (compare_traces(BEFORE, AFTER, rubric=True), evaluations):
+        document = json.loads(result.model_dump_json(by_alias=True))
+        assert sorted(e.message for e in validator.iter_errors(document)) == []
+    assert list(validator.iter_errors({"schema": "knowledgepulse.diff/1", "kind": "other"}))
