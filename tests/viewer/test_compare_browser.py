@@ -14,7 +14,7 @@ import pytest
 from _helpers import TAU_BENCH
 
 from ._running import kp_view
-from .conftest import ALPHA, ALPHA_AGAIN, ViewFiles
+from .conftest import ALPHA, ALPHA_AGAIN, BETA, ViewFiles
 from .test_viewer_browser import Browser, chromium  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.browser
@@ -94,3 +94,68 @@ def test_compare_with_nearest_and_a_missing_id(
         error.wait_for()
         assert error.inner_text() == "no trace kp:trace:nope", browser.shot(tmp_path / "404.png")
         assert browser.foreign_requests() == []
+
+
+def run_line(case_id: str, y: bool, outcome: str, rubric: str = "agent") -> dict[str, Any]:
+    return {
+        "schema": "knowledgepulse.eval/1",
+        "rubric": rubric,
+        "case_id": case_id,
+        "score": 1.0 if y else 0.5,
+        "details": {"x": True, "y": y},
+        "weights": {"x": 0.5, "y": 0.5},
+        "outcome_type": outcome,
+        "explanation": "",
+    }
+
+
+def write_runs(tmp_path: Path) -> tuple[str, str]:
+    before, after = tmp_path / "run-a.jsonl", tmp_path / "run-b.jsonl"
+    before.write_text(
+        json.dumps(run_line(ALPHA, True, "successful_completion"))
+        + "\n"
+        + json.dumps(run_line(BETA, False, "graceful_failure"))
+        + "\n"
+    )
+    after.write_text(
+        json.dumps(run_line(ALPHA, False, "graceful_failure"))
+        + "\n"
+        + json.dumps(run_line(BETA, False, "graceful_failure"))
+        + "\n"
+    )
+    return str(before), str(after)
+
+
+def test_two_evaluation_runs(
+    chromium: tuple[Any, Any],  # noqa: F811
+    view_files: ViewFiles,
+    tmp_path: Path,
+) -> None:
+    before, after = write_runs(tmp_path)
+    with kp_view([str(view_files.traces), before, after]) as running:
+        browser = Browser(chromium, running.url)
+        page = browser.page
+        page.goto(f"{running.url}#/compare", wait_until="load")
+        page.locator("#compare-runs").click()
+        page.locator("#runs-form").wait_for()
+        page.get_by_label("Run A (before)").select_option(before)
+        page.get_by_label("Run B (after)").select_option(after)
+        page.get_by_role("button", name="Compare runs").click()
+        page.locator("table.run-criteria tbody tr").first.wait_for()
+        where = browser.shot(tmp_path / "runs.png")
+        row = page.locator('table.run-criteria tr[data-criterion="y"]')
+        assert row.locator("td").all_inner_texts() == [
+            "50.0%",
+            "0.0% (dropped)",
+            f"1: {ALPHA}",
+            "0",
+        ], where
+        assert page.locator("ul.regressions li").all_inner_texts() == [
+            "criterion y: pass rate 50.0% -> 0.0% (1 case(s) flipped pass -> fail)",
+            f"1 case(s) flipped pass -> fail: {ALPHA}",
+        ], where
+        assert page.locator("#nav-compare").get_attribute("aria-current") == "page", where
+        row.get_by_role("link", name=ALPHA).click()
+        page.locator("#steps-title").wait_for()
+        assert page.locator("h1").inner_text() == f"Trace {ALPHA}", where
+        assert browser.errors == [] and browser.foreign_requests() == [], where

@@ -33,6 +33,7 @@ from ..api_models import ErrorBody, Problem
 from ._load import ViewerData
 from ._queries import (
     QueryError,
+    compare_runs,
     compare_two,
     group_list,
     list_traces,
@@ -211,6 +212,12 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send_error(HTTPStatus.NOT_FOUND, f"no trace {compared}")
                 else:
                     self._send_json(HTTPStatus.OK, compared)
+            elif path == "/v1/runs/compare":
+                runs = compare_runs(self.data, query)
+                if isinstance(runs, str):
+                    self._send_error(HTTPStatus.NOT_FOUND, f"no kp eval lines read from {runs}")
+                else:
+                    self._send_json(HTTPStatus.OK, runs)
             elif path == "/v1/stats":
                 self._send_json(HTTPStatus.OK, trace_stats(self.data))
             elif path == "/v1/groups":

@@ -1,6 +1,7 @@
 // The knowledgepulse trace viewer: plain JavaScript over the /v1 API of its own origin.
 // Views are client-side routes: #/ (the table, its state in the query: #/?sort=-value&domain=x),
-// #/search?text=..., #/trace/<id>, #/compare?a=<id>&b=<id> and #/groups. Every text from the API is set as text
+// #/search?text=..., #/trace/<id>, #/compare?a=<id>&b=<id>, #/runs?a=<file>&b=<file> and
+// #/groups. Every text from the API is set as text
 // (textContent), never parsed as HTML.
 "use strict";
 
@@ -199,6 +200,8 @@
     if (path.startsWith("trace/")) return { view: "trace", id: decodeURIComponent(path.slice(6)) };
     if (path === "groups") return { view: "groups" };
     if (path === "compare") return { view: "compare", a: params.get("a") || "", b: params.get("b") || "" };
+    if (path === "runs")
+      return { view: "runs", a: params.get("a") || "", b: params.get("b") || "", by: params.get("by") || "id" };
     if (path === "search") return { view: "search", text: params.get("text") || "" };
     return { view: "traces", params };
   }
@@ -209,10 +212,10 @@
     errorLine.hidden = true;
     errorLine.textContent = "";
     statusLine.textContent = "Loading…";
-    for (const [id, view] of [["nav-traces", "traces"], ["nav-groups", "groups"], ["nav-compare", "compare"]]) {
+    for (const [id, views] of [["nav-traces", ["traces"]], ["nav-groups", ["groups"]], ["nav-compare", ["compare", "runs"]]]) {
       const link = document.getElementById(id);
       if (!link) continue;
-      if (where.view === view) link.setAttribute("aria-current", "page");
+      if (views.includes(where.view)) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
     let content;
@@ -220,6 +223,7 @@
       if (where.view === "trace") content = await traceView(where.id);
       else if (where.view === "groups") content = await groupsView();
       else if (where.view === "compare") content = await compareView(where.a, where.b);
+      else if (where.view === "runs") content = await runsView(where.a, where.b, where.by);
       else if (where.view === "search") content = await searchView(where.text);
       else content = await tracesView(where.params);
     } catch (error) {
@@ -658,7 +662,11 @@
       choices,
       h("button", { type: "submit" }, "Compare")
     );
-    const nodes = [h("h1", null, "Compare two traces"), form];
+    const nodes = [
+      h("h1", null, "Compare two traces"),
+      h("p", null, h("a", { href: "#/runs", id: "compare-runs" }, "Compare two evaluation runs instead")),
+      form,
+    ];
     if (!a || !b) {
       nodes.push(h("p", { class: "note" }, "Pick two traces: the run before (A) and the run after (B)."));
       return { title: "Compare", nodes };
@@ -759,6 +767,92 @@
       h("h2", { id: "aligned-title" }, "Side by side"),
       table(`${c.rows.length} aligned rows, ${c.same_steps} the same`, ["", "A step", "A", "B step", "B"], rows, "aligned")
     );
+  }
+
+  // ---- two evaluation runs compared -----------------------------------------------------------
+
+  function runsHref(a, b, by) {
+    return "#/runs?" + new URLSearchParams({ a, b, by });
+  }
+
+  function caseLinks(keys, by) {
+    if (!keys.length) return "0";
+    const shown = keys.slice(0, 20).map((key) => (by === "id" ? traceLink(key) : h("code", null, key)));
+    const list = shown.flatMap((node, index) => (index ? [", ", node] : [node]));
+    return [`${keys.length}: `, list, keys.length > 20 ? ` … (${keys.length - 20} more)` : ""];
+  }
+
+  async function runsView(a, b, by) {
+    const info = await stats();
+    const files = info.files || [];
+    const select = (id, value) =>
+      h("select", { id, name: id, required: true }, h("option", { value: "" }, "—"), files.map((file) => h("option", { value: file, selected: file === value }, file)));
+    const selectA = select("runs-a", a);
+    const selectB = select("runs-b", b);
+    const selectBy = h("select", { id: "runs-by" }, ["id", "task"].map((v) => h("option", { value: v, selected: v === by }, v)));
+    const form = h(
+      "form",
+      {
+        id: "runs-form",
+        class: "compare-form",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = runsHref(selectA.value, selectB.value, selectBy.value);
+        },
+      },
+      h("label", { for: "runs-a" }, "Run A (before)"),
+      selectA,
+      h("label", { for: "runs-b" }, "Run B (after)"),
+      selectB,
+      h("label", { for: "runs-by" }, "Pair cases by"),
+      selectBy,
+      h("button", { type: "submit" }, "Compare runs")
+    );
+    const nodes = [h("h1", null, "Compare two evaluation runs"), form];
+    if (!a || !b) {
+      nodes.push(h("p", { class: "note" }, "Pick two files of kp eval lines: the run before (A) and the run after (B)."));
+      return { title: "Compare runs", nodes };
+    }
+    const c = await api("/runs/compare?" + new URLSearchParams({ a, b, by }));
+    const rate = (value) => (value === null || value === undefined ? "—" : (100 * value).toFixed(1) + "%");
+    const rows = c.criteria.map((k) =>
+      h(
+        "tr",
+        { class: k.dropped ? "fail" : null, "data-criterion": k.name },
+        h("th", { scope: "row" }, k.name),
+        h("td", { class: "number" }, rate(k.pass_rate_a)),
+        h("td", { class: "number" }, rate(k.pass_rate_b) + (k.dropped ? " (dropped)" : "")),
+        h("td", null, caseLinks(k.passed_to_failed, c.by)),
+        h("td", null, caseLinks(k.failed_to_passed, c.by))
+      )
+    );
+    const s = c.score;
+    nodes.push(
+      definitions([
+        ["Rubric", c.rubric || "—"],
+        ["Paired", `${c.paired} cases by ${c.by}; only in A: ${c.only_a.length}, only in B: ${c.only_b.length}`],
+        s ? ["Mean score", `${number(s.mean_a, 4)} → ${number(s.mean_b, 4)}: ${s.mean_delta >= 0 ? "+" : ""}${number(s.mean_delta, 4)}, 95% CI ${number(s.low, 4)} to ${number(s.high, 4)} (${s.method})`] : null,
+        ["Cases pass → fail", caseLinks(c.cases_regressed, c.by)],
+        ["Cases fail → pass", caseLinks(c.cases_improved, c.by)],
+      ]),
+      h(
+        "section",
+        { "aria-labelledby": "runs-criteria-title" },
+        h("h2", { id: "runs-criteria-title" }, "Criteria"),
+        table("Pass rate per criterion over the paired cases", ["Criterion", "Before", "After", "Pass → fail", "Fail → pass"], rows, "run-criteria")
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "runs-outcomes-title" },
+        h("h2", { id: "runs-outcomes-title" }, "Outcome changes"),
+        c.outcome_changes.length
+          ? h("ul", null, c.outcome_changes.map((o) => h("li", null, `${o.before || "none"} → ${o.after || "none"}: `, caseLinks(o.cases, c.by))))
+          : h("p", { class: "empty" }, "None.")
+      ),
+      h("section", { "aria-labelledby": "runs-verdict-title" }, h("h2", { id: "runs-verdict-title" }, "Regressions"),
+        c.regressions.length ? h("ul", { class: "regressions" }, c.regressions.map((r) => h("li", null, r))) : h("p", { class: "empty" }, "No regression."))
+    );
+    return { title: "Compare runs", nodes, status: c.explanation };
   }
 
   // ---- groups ----------------------------------------------------------------------------------
