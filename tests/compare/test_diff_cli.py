@@ -74,6 +74,22 @@ def test_identical_and_missing_and_empty(
     assert "steps" in err
     code, _, err = kp(capsys, "diff", one, str(tmp_path / "absent.jsonl"))
     assert code == 2 and "absent.jsonl: no such file" in err
+    code, _, err = kp(capsys, "diff", one, "-")
+    assert code == 2 and "kp diff reads two files, not standard input" in err
+
+
+def test_traces_without_tool_calls_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = make_trace([{"type": "thought", "content": "Hello"}], trace_id="kp:trace:chat")
+    other = make_trace([{"type": "thought", "content": "Hi there"}], trace_id="kp:trace:chat2")
+    a = write_jsonl(tmp_path / "a.jsonl", [chat])
+    b = write_jsonl(tmp_path / "b.jsonl", [other])
+    code, out, err = kp(capsys, "diff", a, b, "--no-rubric")
+    assert (code, err) == (0, "")
+    assert "Note: A (kp:trace:chat) made no tool call: aligned by its messages only" in out
+    assert "Note: B (kp:trace:chat2) made no tool call: aligned by its messages only" in out
+    assert "Parted at step 0 of A, step 0 of B: different steps." in out
 
 
 def test_evaluation_outputs_gate_and_junit(

@@ -99,7 +99,11 @@ def diff_command(
         comparison = compare_traces(a, b, rubric=None if no_rubric else rubric_name)
     else:
         for path in (first, second):
-            if path != "-" and not _exists(path):
+            if path == "-":
+                raise click.BadParameter(
+                    "kp diff reads two files, not standard input", param_hint="A / B"
+                )
+            if not _exists(path):
                 raise click.BadParameter(f"{path}: no such file", param_hint="A / B")
         kinds = {results_kind(first), results_kind(second)} if source_format == "trace" else {None}
         if kinds != {None}:
