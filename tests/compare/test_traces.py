@@ -17,7 +17,7 @@ from knowledgepulse.compare import (
     TraceComparison,
     compare_traces,
 )
-from knowledgepulse.compare._align import lcs_pairs
+from knowledgepulse.compare._align import MAX_CELLS, lcs_pairs
 from knowledgepulse.rubrics import RubricLoadError
 
 
@@ -71,6 +71,19 @@ def test_lcs_pairs_takes_prefix_suffix_and_the_earliest_match() -> None:
     assert lcs_pairs("", "abc") == []
     assert lcs_pairs("aa", "a") == [(0, 0)]
     assert lcs_pairs("xaby", "zabw") == [(1, 1), (2, 2)]
+
+
+def test_a_middle_too_large_for_the_table_is_matched_by_blocks() -> None:
+    import random
+
+    rng = random.Random(0)
+    a = [rng.randrange(50) for _ in range(2_500)]
+    b = [rng.randrange(50) for _ in range(2_500)]
+    assert len(a) * len(b) > MAX_CELLS
+    pairs = lcs_pairs(a, b)
+    assert all(a[i] == b[j] for i, j in pairs)
+    assert all(i0 < i1 and j0 < j1 for (i0, j0), (i1, j1) in zip(pairs, pairs[1:]))
+    assert len(pairs) == 95  # common, not the longest: the price of a bounded time
 
 
 def test_rows_part_at_the_call_with_other_arguments() -> None:
