@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -82,7 +83,7 @@ def test_a_middle_too_large_for_the_table_is_matched_by_blocks() -> None:
     assert len(a) * len(b) > MAX_CELLS
     pairs = lcs_pairs(a, b)
     assert all(a[i] == b[j] for i, j in pairs)
-    assert all(i0 < i1 and j0 < j1 for (i0, j0), (i1, j1) in zip(pairs, pairs[1:]))
+    assert all(i0 < i1 and j0 < j1 for (i0, j0), (i1, j1) in pairwise(pairs))
     assert len(pairs) == 95  # common, not the longest: the price of a bounded time
 
 
