@@ -681,6 +681,7 @@ SECTIONS = (
     "basics",
     "speed",
     "agent",
+    "compare",
     "embedder",
     "bulk",
     "windowing",
@@ -726,6 +727,10 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         from ._human_agreement import bench_human_agreement
 
         bench_human_agreement(args.holdout, ("who-and-when", "agentrx"))
+    if "compare" not in skip:
+        from ._compare import bench_compare
+
+        bench_compare(args.quick, args.tau_bench)
     if "embedder" not in skip:
         bench_embedder(args.quick)
     if "bulk" not in skip:

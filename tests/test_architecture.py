@@ -19,7 +19,16 @@ LAYERS: list[set[str]] = [
     {"_errors", "_lazy", "_schema", "io"},  # contracts
     {"embedding", "copies", "tasks"},
     {"memory", "kb"},
-    {"scoring", "importers", "rubrics", "behaviours", "redaction", "records", "api_models"},
+    {
+        "scoring",
+        "importers",
+        "rubrics",
+        "behaviours",
+        "compare",
+        "redaction",
+        "records",
+        "api_models",
+    },
     {"integrations", "reporting"},
     {"cli", "service", "viewer", "mcp_server", "distributed", "__main__"},  # shells
 ]

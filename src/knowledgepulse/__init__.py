@@ -7,6 +7,8 @@
   protocol) and :func:`select_embedder` (which one to use).
 - :mod:`knowledgepulse.records` — :class:`ScoreRecord` and :class:`EvalRecord`, one per output line.
 - :mod:`knowledgepulse.rubrics` — binary weighted evaluation of task completion.
+- :mod:`knowledgepulse.compare` — two runs compared: where two traces parted and which
+  criteria flipped; two evaluations case by case (``kp diff``).
 - :mod:`knowledgepulse.importers` — OpenAI, Anthropic, OpenTelemetry, LangSmith and ATIF logs.
 - :mod:`knowledgepulse.reporting` — summaries and the HTML report.
 - :func:`capture` / :func:`captured` — record an agent's ``openai``/``anthropic`` calls as a

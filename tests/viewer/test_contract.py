@@ -172,3 +172,29 @@ def test_the_page_reads_the_models_fields() -> None:
     script = Path(__file__).resolve().parents[2] / "src" / "knowledgepulse" / "viewer"
     text = (script / "static" / "viewer.js").read_text(encoding="utf-8")
     assert "by_domain" in text and ".domains" not in text
+
+
+#: GET /v1/compare: (path, status with the traces' steps read, status over score lines alone,
+#: where no trace has its steps: answered as an id that is not there).
+COMPARE: list[tuple[str, int, int]] = [
+    (f"/v1/compare?a={quote(ALPHA)}&b={quote(BETA)}", 200, 404),
+    (f"/v1/compare?a={quote(ALPHA)}&b={quote(ALPHA_AGAIN)}&rubric=none", 200, 404),
+    (f"/v1/compare?a={quote(ALPHA)}&b=kp%3Atrace%3Anone", 404, 404),
+    (f"/v1/compare?a={quote(ALPHA)}", 422, 422),
+    (f"/v1/compare?a={quote(ALPHA)}&b={quote(BETA)}&rubric=x.py:R", 422, 422),
+]
+
+
+def test_every_compare_answer_is_the_services_model(
+    openapi: dict[str, Any], views: dict[str, Running]
+) -> None:
+    found: list[str] = []
+    for path, with_steps, scores_only in COMPARE:
+        for view, expected in (("everything", with_steps), ("scores only", scores_only)):
+            status, answer = ask(views[view], GET, path)
+            assert status == expected, (view, path, answer)
+            schema = schema_for(openapi, GET, "/v1/compare", status)
+            found += [
+                f"{view}: {path} {status}: {p}" for p in disagreements(openapi, schema, answer)
+            ]
+    assert not found, "\n".join(found)

@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "._curate_cmd",
         "Drop copies: keep the most valuable trace of each group of copies, whatever the order.",
     ),
+    "diff": (
+        "._diff_cmd",
+        "Compare two runs: where two traces parted and which criteria flipped, or two evaluations.",
+    ),
     "eval": (
         "._eval_cmd",
         "Grade cases with a rubric of weighted yes/no criteria; print the report.",
@@ -56,8 +60,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "schema": (
         "._schema_cmd",
-        "Print the JSON Schema of a ReasoningTrace (trace), a kp score line, a kp eval line or a "
-        "kp curate --groups line.",
+        "Print the JSON Schema of a ReasoningTrace (trace), a kp score line, a kp eval line, a "
+        "kp curate --groups line or a kp diff --json document (diff).",
     ),
     "score": (
         "._score_cmd",

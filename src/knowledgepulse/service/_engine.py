@@ -32,6 +32,7 @@ from ..api_models import (
     TraceList,
     TraceListItem,
 )
+from ..compare import TraceComparison, compare_traces
 from ..copies import COPY_SIMILARITY, CopyFacet, CopyMatch, copy_facet
 from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
 from ..memory._cache import Admit, Nearest
@@ -417,6 +418,29 @@ class Engine:
             source=found.source,
             near_duplicates=near,
         )
+
+    def readable_trace(self, trace_id: str, viewer: Viewer) -> ReasoningTrace | None:
+        """The stored trace ``viewer`` reads as ``trace_id``, or None when there is none, the
+        viewer may not see it, or the stored row is no valid trace: one answer for all three."""
+        row = self._readable_row(trace_id, viewer)
+        found = None if row is None else self.kb.get(row)
+        if found is None or not viewer.can_see(_access(found)):
+            return None
+        try:
+            return ReasoningTrace.model_validate(found.trace)
+        except ValueError:
+            return None
+
+    def compare(self, a: str, b: str, viewer: Viewer, rubric: str | None) -> TraceComparison | str:
+        """The two traces compared (``compare_traces``), or the first id ``viewer`` cannot
+        read: a missing id and an unreadable one get the same answer."""
+        found = []
+        for trace_id in (a, b):
+            trace = self.readable_trace(trace_id, viewer)
+            if trace is None:
+                return trace_id
+            found.append(trace)
+        return compare_traces(found[0], found[1], rubric=rubric)
 
     def _copies_of(self, trace: dict[str, Any], row: str, viewer: Viewer) -> list[NearestRef]:
         """The stored copies of a stored trace that ``viewer`` may see (the copy decision of

@@ -25,6 +25,7 @@ from ..api_models import (
     TraceDetail,
     TraceList,
 )
+from ..compare import TraceComparison
 from ..importers import format_names
 from ..kb import ApiKey, is_server_url
 from ._app import ServiceState, stop_point
@@ -248,6 +249,33 @@ async def get_trace(
     if found is None:
         raise HTTPException(404, f"no trace {trace_id}")
     return found
+
+
+@router.get(
+    "/v1/compare",
+    response_model=TraceComparison,
+    responses=_errors(404, *_READ_ERRORS),
+    summary="Two stored traces compared: where they parted, calls, flipped criteria",
+)
+async def compare(
+    request: Request,
+    key: Reader,
+    a: Annotated[str, Query(max_length=1000, description="The trace before.")],
+    b: Annotated[str, Query(max_length=1000, description="The trace after.")],
+    rubric: Annotated[
+        Literal["agent", "none"],
+        Query(description="Evaluate both with the built-in agent rubric, or not."),
+    ] = "agent",
+) -> Response:
+    state = _state(request)
+
+    def work() -> TraceComparison | str:
+        return state.engine.compare(a, b, key.viewer, None if rubric == "none" else rubric)
+
+    found = await state.work(key.id, work)
+    if isinstance(found, str):
+        raise HTTPException(404, f"no trace {found}")
+    return _json_answer(found)
 
 
 @router.post(

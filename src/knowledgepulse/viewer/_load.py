@@ -84,6 +84,9 @@ class ViewerData:
     groups: list[GroupEntry] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "file:line: why"
     warnings: list[str] = field(default_factory=list)
+    #: Every eval line by the file it was read from: each file is one run of an evaluation,
+    #: two of them compared by ``GET /v1/runs/compare``.
+    eval_runs: dict[str, list[EvalRecord]] = field(default_factory=dict)
 
     def entry(self, trace_id: str) -> ViewedTrace:
         """The entry of ``trace_id``, created (in reading order) when first seen."""
@@ -148,6 +151,7 @@ def _add_record(data: ViewerData, item: InputRecord) -> None:
         elif record.case_id is None:
             raise ValueError("an eval record without case_id cannot be joined to a trace")
         else:
+            data.eval_runs.setdefault(item.source, []).append(record)
             entry = data.entry(record.case_id)
             if _first_of_kind(data, entry.eval_place, record.case_id, "eval", item.place):
                 entry.eval, entry.eval_place = record, item.place

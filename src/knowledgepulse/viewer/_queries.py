@@ -32,6 +32,13 @@ from ..api_models import (
     TraceList,
     TraceListItem,
 )
+from ..compare import (
+    ComparisonError,
+    EvaluationComparison,
+    TraceComparison,
+    compare_evaluations,
+    compare_traces,
+)
 from ..records import GroupDuplicate
 from ._load import ViewedTrace, ViewerData
 
@@ -39,6 +46,8 @@ __all__ = [
     "MAX_LIMIT",
     "SORT_KEYS",
     "QueryError",
+    "compare_runs",
+    "compare_two",
     "group_list",
     "list_traces",
     "search_traces",
@@ -136,6 +145,56 @@ def trace_detail(data: ViewerData, trace_id: str) -> TraceDetail | None:
         sources=sources,
         eval=trace.eval.to_dict() if trace.eval else None,
     )
+
+
+def compare_two(data: ViewerData, params: Mapping[str, Sequence[str]]) -> TraceComparison | str:
+    """``GET /v1/compare?a=ID&b=ID[&rubric=agent|none]``: the two traces compared, or the
+    first id whose steps were not read (HTTP 404, as ``kp serve`` answers an id it lacks)."""
+    ids = []
+    for name in ("a", "b"):
+        value = _text(params, name)
+        if not value:
+            raise QueryError(name, "expected a trace id")
+        ids.append(value)
+    rubric = _text(params, "rubric") or "agent"
+    if rubric not in ("agent", "none"):
+        raise QueryError("rubric", f"expected 'agent' or 'none', got {rubric!r}")
+    traces = []
+    for trace_id in ids:
+        viewed = data.traces.get(trace_id)
+        if viewed is None or viewed.trace is None:
+            return trace_id
+        traces.append(viewed.trace)
+    return compare_traces(traces[0], traces[1], rubric=None if rubric == "none" else rubric)
+
+
+def compare_runs(
+    data: ViewerData, params: Mapping[str, Sequence[str]]
+) -> EvaluationComparison | str:
+    """``GET /v1/runs/compare?a=FILE&b=FILE[&by=id|task]`` (kp view only): the eval lines of two
+    files compared, or the first file no eval line was read from (HTTP 404). Two rubrics, or
+    cases that cannot be paired, are a 422 naming both."""
+    files = []
+    for name in ("a", "b"):
+        value = _text(params, name)
+        if not value:
+            raise QueryError(name, "expected a file of kp eval lines")
+        files.append(value)
+    by = _text(params, "by") or "id"
+    if by not in ("id", "task"):
+        raise QueryError("by", f"expected 'id' or 'task', got {by!r}")
+    for file in files:
+        if file not in data.eval_runs:
+            return file
+    try:
+        return compare_evaluations(
+            data.eval_runs[files[0]],
+            data.eval_runs[files[1]],
+            by="task" if by == "task" else "id",
+            names=(files[0], files[1]),
+        )
+    except ComparisonError as exc:
+        raise QueryError("", str(exc)) from None
 
 
 def search_traces(data: ViewerData, body: Any) -> SearchResponse:

@@ -33,6 +33,8 @@ from ..api_models import ErrorBody, Problem
 from ._load import ViewerData
 from ._queries import (
     QueryError,
+    compare_runs,
+    compare_two,
     group_list,
     list_traces,
     search_traces,
@@ -204,6 +206,18 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send_error(HTTPStatus.NOT_FOUND, f"no trace {trace_id}")
                 else:
                     self._send_json(HTTPStatus.OK, detail)
+            elif path == "/v1/compare":
+                compared = compare_two(self.data, query)
+                if isinstance(compared, str):
+                    self._send_error(HTTPStatus.NOT_FOUND, f"no trace {compared}")
+                else:
+                    self._send_json(HTTPStatus.OK, compared)
+            elif path == "/v1/runs/compare":
+                runs = compare_runs(self.data, query)
+                if isinstance(runs, str):
+                    self._send_error(HTTPStatus.NOT_FOUND, f"no kp eval lines read from {runs}")
+                else:
+                    self._send_json(HTTPStatus.OK, runs)
             elif path == "/v1/stats":
                 self._send_json(HTTPStatus.OK, trace_stats(self.data))
             elif path == "/v1/groups":

@@ -1,6 +1,7 @@
 // The knowledgepulse trace viewer: plain JavaScript over the /v1 API of its own origin.
 // Views are client-side routes: #/ (the table, its state in the query: #/?sort=-value&domain=x),
-// #/search?text=..., #/trace/<id> and #/groups. Every text from the API is set as text
+// #/search?text=..., #/trace/<id>, #/compare?a=<id>&b=<id>, #/runs?a=<file>&b=<file> and
+// #/groups. Every text from the API is set as text
 // (textContent), never parsed as HTML.
 "use strict";
 
@@ -198,6 +199,9 @@
     const params = new URLSearchParams(cut === -1 ? "" : raw.slice(cut + 1));
     if (path.startsWith("trace/")) return { view: "trace", id: decodeURIComponent(path.slice(6)) };
     if (path === "groups") return { view: "groups" };
+    if (path === "compare") return { view: "compare", a: params.get("a") || "", b: params.get("b") || "" };
+    if (path === "runs")
+      return { view: "runs", a: params.get("a") || "", b: params.get("b") || "", by: params.get("by") || "id" };
     if (path === "search") return { view: "search", text: params.get("text") || "" };
     return { view: "traces", params };
   }
@@ -208,15 +212,18 @@
     errorLine.hidden = true;
     errorLine.textContent = "";
     statusLine.textContent = "Loading…";
-    for (const [id, view] of [["nav-traces", "traces"], ["nav-groups", "groups"]]) {
+    for (const [id, views] of [["nav-traces", ["traces"]], ["nav-groups", ["groups"]], ["nav-compare", ["compare", "runs"]]]) {
       const link = document.getElementById(id);
-      if (where.view === view) link.setAttribute("aria-current", "page");
+      if (!link) continue;
+      if (views.includes(where.view)) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
     }
     let content;
     try {
       if (where.view === "trace") content = await traceView(where.id);
       else if (where.view === "groups") content = await groupsView();
+      else if (where.view === "compare") content = await compareView(where.a, where.b);
+      else if (where.view === "runs") content = await runsView(where.a, where.b, where.by);
       else if (where.view === "search") content = await searchView(where.text);
       else content = await tracesView(where.params);
     } catch (error) {
@@ -502,6 +509,16 @@
         ...Object.entries(sources).map(([kind, place]) => [`Read from (${kind})`, h("code", null, String(place))]),
       ]),
     ];
+    const nearest = (record && record.nearest && record.nearest.id) || ((detail.near_duplicates || [])[0] || {}).id;
+    nodes.push(
+      h(
+        "p",
+        { class: "compare-links" },
+        nearest ? h("a", { href: compareHref(id, nearest), id: "compare-nearest" }, "Compare with nearest") : null,
+        nearest ? " · " : null,
+        h("a", { href: compareHref(id, ""), id: "compare-other" }, "Compare with another trace")
+      )
+    );
     if (record) nodes.push(scoreSection(record));
     if (trace) nodes.push(stepsSection(trace));
     else nodes.push(h("p", { class: "note" }, "The steps are not loaded: pass the trace's ReasoningTrace file too."));
@@ -611,6 +628,245 @@
           )
         : h("p", { class: "empty" }, "None known.")
     );
+  }
+
+  // ---- two traces compared -------------------------------------------------------------------
+
+  const RELATIONS = {
+    same: "=",
+    arguments_differ: "~ other arguments",
+    result_differs: "! other result",
+    different: "# different",
+    only_a: "< only A",
+    only_b: "> only B",
+  };
+
+  function compareHref(a, b) {
+    return "#/compare?" + new URLSearchParams({ a, b });
+  }
+
+  function verdictText(value) {
+    return value === true ? "passed" : value === false ? "failed" : "undetermined";
+  }
+
+  function withSteps(reason, steps) {
+    // The steps the verdict is about, unless its reason names them itself.
+    return steps.length && !reason.includes("step") ? `${reason} (steps ${steps.join(", ")})` : reason;
+  }
+
+  async function compareView(a, b) {
+    const listing = await api("/traces?limit=200").catch(() => ({ items: [] }));
+    const choices = h("datalist", { id: "trace-ids" }, listing.items.map((item) => h("option", { value: item.id })));
+    const inputA = h("input", { id: "compare-a", name: "a", value: a, list: "trace-ids", required: true, autocomplete: "off" });
+    const inputB = h("input", { id: "compare-b", name: "b", value: b, list: "trace-ids", required: true, autocomplete: "off" });
+    const form = h(
+      "form",
+      {
+        id: "compare-form",
+        class: "compare-form",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = compareHref(inputA.value.trim(), inputB.value.trim());
+        },
+      },
+      h("label", { for: "compare-a" }, "Trace A (before)"),
+      inputA,
+      h("label", { for: "compare-b" }, "Trace B (after)"),
+      inputB,
+      choices,
+      h("button", { type: "submit" }, "Compare")
+    );
+    const nodes = [
+      h("h1", null, "Compare two traces"),
+      h("p", null, h("a", { href: "#/runs", id: "compare-runs" }, "Compare two evaluation runs instead")),
+      form,
+    ];
+    if (!a || !b) {
+      nodes.push(h("p", { class: "note" }, "Pick two traces: the run before (A) and the run after (B)."));
+      return { title: "Compare", nodes };
+    }
+    const c = await api("/compare?" + new URLSearchParams({ a, b }));
+    nodes.push(flippedSection(c));
+    const parting = c.parting;
+    const call = c.parting_call;
+    const stepOf = (value) => (value === null || value === undefined ? "—" : String(value));
+    nodes.push(
+      definitions([
+        ["A", [traceLink(c.a.id), ` — ${c.a.steps} steps, ${c.a.tool_calls} calls, success ${yesNo(c.a.success)}`]],
+        ["B", [traceLink(c.b.id), ` — ${c.b.steps} steps, ${c.b.tool_calls} calls, success ${yesNo(c.b.success)}`]],
+        ["Identical", c.identical ? "yes: exact copies" : "no"],
+        ["Similarity", number(c.similarity, 2) + (c.copy_relation ? ` (${c.copy_relation.replace("_", " ")})` : "")],
+        ["Parted at", parting ? `step ${stepOf(parting.step_a)} of A, step ${stepOf(parting.step_b)} of B: ${parting.reason}` : "—"],
+        ["First call that differs", call ? `step ${stepOf(call.step_a)} of A, step ${stepOf(call.step_b)} of B: ${call.reason}` : "—"],
+      ]),
+      c.notes.map((note) => h("p", { class: "note" }, note))
+    );
+    nodes.push(callsSection(c));
+    nodes.push(alignedSection(c));
+    return { title: "Compare", nodes, status: c.explanation };
+  }
+
+  function flippedSection(c) {
+    let body;
+    if (c.rubric === null) body = h("p", { class: "empty" }, "No rubric was applied.");
+    else if (!c.flipped.length) body = h("p", { class: "empty" }, `No criterion of the ${c.rubric} rubric flipped.`);
+    else
+      body = table(
+        `Criteria of the ${c.rubric} rubric whose verdict flipped`,
+        ["Criterion", "Change", "A", "B"],
+        c.flipped.map((flip) =>
+          h(
+            "tr",
+            { class: "flip flip-" + flip.direction, "data-criterion": flip.name },
+            h("th", { scope: "row" }, flip.name),
+            h("td", null, flip.direction),
+            h("td", null, `${verdictText(flip.a)}: ${withSteps(flip.reason_a, flip.steps_a)}`),
+            h("td", null, `${verdictText(flip.b)}: ${withSteps(flip.reason_b, flip.steps_b)}`)
+          )
+        ),
+        "flipped"
+      );
+    return h("section", { "aria-labelledby": "flipped-title" }, h("h2", { id: "flipped-title" }, "Flipped criteria"), body);
+  }
+
+  function callsSection(c) {
+    const items = [];
+    for (const [name, calls] of [["A", c.only_a_calls], ["B", c.only_b_calls]])
+      for (const call of calls)
+        items.push(h("li", null, `Only ${name}, step ${call.step}: `, h("code", null, `${call.tool}(${JSON.stringify(call.arguments)})`)));
+    for (const change of c.argument_changes)
+      items.push(
+        h(
+          "li",
+          null,
+          `Step ${change.step_a} of A, ${change.step_b} of B: `,
+          h("code", null, change.tool),
+          " — ",
+          change.fields
+            .map((f) => (f.only_in ? `${f.path}: ${JSON.stringify(f.only_in === "a" ? f.a : f.b)} (only ${f.only_in.toUpperCase()})` : `${f.path}: ${JSON.stringify(f.a)} → ${JSON.stringify(f.b)}`))
+            .join("; ")
+        )
+      );
+    return h(
+      "section",
+      { "aria-labelledby": "calls-title" },
+      h("h2", { id: "calls-title" }, "Calls"),
+      items.length ? h("ul", { class: "calls" }, items) : h("p", { class: "empty" }, "The same calls with the same arguments.")
+    );
+  }
+
+  function alignedSection(c) {
+    const partingRow = c.parting ? c.parting.row : -1;
+    const cells = (ref) =>
+      ref
+        ? [h("td", { class: "number" }, String(ref.step)), h("td", { class: "content" }, ref.label)]
+        : [h("td", { class: "number" }, ""), h("td", { class: "content empty" }, "")];
+    const rows = c.rows.map((row, index) =>
+      h(
+        "tr",
+        {
+          class: "aligned-" + row.relation + (index === partingRow ? " parting" : ""),
+          id: index === partingRow ? "parting-row" : null,
+          "data-relation": row.relation,
+          "aria-current": index === partingRow ? "step" : null,
+        },
+        h("td", null, (index === partingRow ? "parted here · " : "") + RELATIONS[row.relation]),
+        cells(row.a),
+        cells(row.b)
+      )
+    );
+    return h(
+      "section",
+      { "aria-labelledby": "aligned-title" },
+      h("h2", { id: "aligned-title" }, "Side by side"),
+      table(`${c.rows.length} aligned rows, ${c.same_steps} the same`, ["", "A step", "A", "B step", "B"], rows, "aligned")
+    );
+  }
+
+  // ---- two evaluation runs compared -----------------------------------------------------------
+
+  function runsHref(a, b, by) {
+    return "#/runs?" + new URLSearchParams({ a, b, by });
+  }
+
+  function caseLinks(keys, by) {
+    if (!keys.length) return "0";
+    const shown = keys.slice(0, 20).map((key) => (by === "id" ? traceLink(key) : h("code", null, key)));
+    const list = shown.flatMap((node, index) => (index ? [", ", node] : [node]));
+    return [`${keys.length}: `, list, keys.length > 20 ? ` … (${keys.length - 20} more)` : ""];
+  }
+
+  async function runsView(a, b, by) {
+    const info = await stats();
+    const files = info.files || [];
+    const select = (id, value) =>
+      h("select", { id, name: id, required: true }, h("option", { value: "" }, "—"), files.map((file) => h("option", { value: file, selected: file === value }, file)));
+    const selectA = select("runs-a", a);
+    const selectB = select("runs-b", b);
+    const selectBy = h("select", { id: "runs-by" }, ["id", "task"].map((v) => h("option", { value: v, selected: v === by }, v)));
+    const form = h(
+      "form",
+      {
+        id: "runs-form",
+        class: "compare-form",
+        onsubmit: (event) => {
+          event.preventDefault();
+          location.hash = runsHref(selectA.value, selectB.value, selectBy.value);
+        },
+      },
+      h("label", { for: "runs-a" }, "Run A (before)"),
+      selectA,
+      h("label", { for: "runs-b" }, "Run B (after)"),
+      selectB,
+      h("label", { for: "runs-by" }, "Pair cases by"),
+      selectBy,
+      h("button", { type: "submit" }, "Compare runs")
+    );
+    const nodes = [h("h1", null, "Compare two evaluation runs"), form];
+    if (!a || !b) {
+      nodes.push(h("p", { class: "note" }, "Pick two files of kp eval lines: the run before (A) and the run after (B)."));
+      return { title: "Compare runs", nodes };
+    }
+    const c = await api("/runs/compare?" + new URLSearchParams({ a, b, by }));
+    const rate = (value) => (value === null || value === undefined ? "—" : (100 * value).toFixed(1) + "%");
+    const rows = c.criteria.map((k) =>
+      h(
+        "tr",
+        { class: k.dropped ? "fail" : null, "data-criterion": k.name },
+        h("th", { scope: "row" }, k.name),
+        h("td", { class: "number" }, rate(k.pass_rate_a)),
+        h("td", { class: "number" }, rate(k.pass_rate_b) + (k.dropped ? " (dropped)" : "")),
+        h("td", null, caseLinks(k.passed_to_failed, c.by)),
+        h("td", null, caseLinks(k.failed_to_passed, c.by))
+      )
+    );
+    const s = c.score;
+    nodes.push(
+      definitions([
+        ["Rubric", c.rubric || "—"],
+        ["Paired", `${c.paired} cases by ${c.by}; only in A: ${c.only_a.length}, only in B: ${c.only_b.length}`],
+        s ? ["Mean score", `${number(s.mean_a, 4)} → ${number(s.mean_b, 4)}: ${s.mean_delta >= 0 ? "+" : ""}${number(s.mean_delta, 4)}, 95% CI ${number(s.low, 4)} to ${number(s.high, 4)} (${s.method})`] : null,
+        ["Cases pass → fail", caseLinks(c.cases_regressed, c.by)],
+        ["Cases fail → pass", caseLinks(c.cases_improved, c.by)],
+      ]),
+      h(
+        "section",
+        { "aria-labelledby": "runs-criteria-title" },
+        h("h2", { id: "runs-criteria-title" }, "Criteria"),
+        table("Pass rate per criterion over the paired cases", ["Criterion", "Before", "After", "Pass → fail", "Fail → pass"], rows, "run-criteria")
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "runs-outcomes-title" },
+        h("h2", { id: "runs-outcomes-title" }, "Outcome changes"),
+        c.outcome_changes.length
+          ? h("ul", null, c.outcome_changes.map((o) => h("li", null, `${o.before || "none"} → ${o.after || "none"}: `, caseLinks(o.cases, c.by))))
+          : h("p", { class: "empty" }, "None.")
+      ),
+      h("section", { "aria-labelledby": "runs-verdict-title" }, h("h2", { id: "runs-verdict-title" }, "Regressions"),
+        c.regressions.length ? h("ul", { class: "regressions" }, c.regressions.map((r) => h("li", null, r))) : h("p", { class: "empty" }, "No regression."))
+    );
+    return { title: "Compare runs", nodes, status: c.explanation };
   }
 
   // ---- groups ----------------------------------------------------------------------------------
