@@ -20,7 +20,7 @@ Two texts of a trace:
   whose run text has no word uses its whole text, and a trace with no word at all has no
   signature (it is never grouped: nothing to compare).
 
-The signature is rensa's ``RMinHash`` (Rust; 60x faster than datasketch here, measured in
+The signature is rensa's ``RMinHash`` (Rust; 41x faster than datasketch here, measured in
 ``python -m benchmarks copies``), kept as its low 16 bits per permutation (b-bit minwise
 hashing: half the memory, and two unrelated values agree by chance once in 65,536, which the
 estimate corrects for). Everything that makes a signature is named in :class:`CopyScheme`
