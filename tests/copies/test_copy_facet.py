@@ -199,3 +199,26 @@ def test_the_copy_graph_ignores_the_order_of_its_input(kinds: list[int], rnd: An
         expected = {f"kp:trace:{i:02d}" for i, k in enumerate(kinds) if k == kind} - {trace.id}
         assert found == expected
         assert all(relation == "exact" for _, _, relation in graph.neighbours(position))
+
+
+def test_a_copy_index_with_a_capacity_forgets_its_oldest_as_a_ring_memory_does() -> None:
+    from knowledgepulse.copies import CopyIndex
+
+    words = [" ".join(f"k{k}w{i}" for i in range(30)) for k in range(3)]
+    facets = copy_facets(
+        kp.parse_trace(
+            make_trace(
+                trace_id=f"kp:trace:{k}", objective=w, steps=[{"type": "thought", "content": w}]
+            )
+        )
+        for k, w in enumerate(words)
+    )
+    index = CopyIndex(capacity=2)
+    for k, facet in enumerate(facets):
+        index.add(f"kp:trace:{k}", facet)
+    assert len(index) == 2
+    assert index.find(facets[0], COPY_SIMILARITY) is None  # the oldest is gone
+    found = index.find(facets[2], COPY_SIMILARITY)
+    assert found is not None and (found.id, found.relation) == ("kp:trace:2", "exact")
+    index.clear()
+    assert len(index) == 0 and index.find(facets[2], COPY_SIMILARITY) is None

@@ -156,10 +156,9 @@ def test_kp_curate_copies_on_ray_equals_local(
     assert written["ray", "2"] == written["local", "1"] == written["local", "2"]
     code, kept_text, _ = written["local", "1"]
     kept_ids = [json.loads(line)["id"] for line in kept_text.splitlines()]
-    # Every conversation kept; one copy too far from the trace kept for its run (a leader
-    # takes only its own copies) is kept beside it.
+    # Every conversation kept, once: each group forms around its family's centre.
     assert code == 0 and len({i.split(":copy-")[0] for i in kept_ids}) == 60
-    assert len(kept_ids) == 61
+    assert len(kept_ids) == 60
 
 
 @pytest.mark.usefixtures("ray_session")

@@ -9,6 +9,7 @@ digest first (the earliest seen), else the near copy of highest estimated Jaccar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,41 +40,77 @@ class CopyMatch:
 
 
 class CopyIndex:
-    """Copy facets kept in memory, found by digest and by LSH band."""
+    """Copy facets kept in memory, found by digest and by LSH band.
 
-    def __init__(self, scheme: CopyScheme = DEFAULT_SCHEME) -> None:
+    With a ``capacity``, the oldest facet goes when a new one would exceed it: the copies
+    remembered are those of the traces a ring-buffer memory of that size (a
+    :class:`~knowledgepulse.memory.VectorCache`) still holds, so a copy is only named among
+    the traces novelty is measured against.
+    """
+
+    def __init__(self, scheme: CopyScheme = DEFAULT_SCHEME, capacity: int | None = None) -> None:
         self.scheme = scheme
-        self._ids: list[str] = []
-        self._signatures: list[npt.NDArray[np.uint16]] = []
-        self._by_digest: dict[bytes, int] = {}
+        self.capacity = capacity
+        self._first = 0  # the position of the oldest facet still kept
+        self._ids: dict[int, str] = {}
+        self._signatures: dict[int, npt.NDArray[np.uint16]] = {}
+        self._keys: dict[int, tuple[bytes, bytes | None, list[tuple[int, int]]]] = {}
+        self._next = 0
+        self._by_digest: dict[bytes, list[int]] = {}
         self._by_band: dict[tuple[int, int], list[int]] = {}
         self._by_steps: dict[bytes, list[int]] = {}
 
     def __len__(self) -> int:
         return len(self._ids)
 
+    def clear(self) -> None:
+        """Forget every facet."""
+        self._first = self._next = 0
+        for table in (self._ids, self._signatures, self._keys):
+            table.clear()
+        self._by_digest.clear()
+        self._by_band.clear()
+        self._by_steps.clear()
+
     def add(self, trace_id: str, facet: CopyFacet) -> None:
         """Keep ``facet`` as ``trace_id``'s (a trace with no word is kept by digest only)."""
-        position = len(self._ids)
-        self._ids.append(trace_id)
-        self._by_digest.setdefault(facet.digest, position)
+        position = self._next
+        self._next += 1
+        self._ids[position] = trace_id
+        self._by_digest.setdefault(facet.digest, []).append(position)
+        bands: list[tuple[int, int]] = []
         if facet.signature is None:
-            self._signatures.append(np.zeros(0, dtype=np.uint16))
-            return
-        self._signatures.append(facet.signature)
-        if facet.steps is not None:
-            self._by_steps.setdefault(facet.steps, []).append(position)
-        for band, key in enumerate(band_keys(facet.signature.reshape(1, -1), self.scheme)[0]):
-            self._by_band.setdefault((band, int(key)), []).append(position)
+            self._signatures[position] = np.zeros(0, dtype=np.uint16)
+        else:
+            self._signatures[position] = facet.signature
+            if facet.steps is not None:
+                self._by_steps.setdefault(facet.steps, []).append(position)
+            keys = band_keys(facet.signature.reshape(1, -1), self.scheme)[0]
+            bands = [(band, int(key)) for band, key in enumerate(keys)]
+            for band_key in bands:
+                self._by_band.setdefault(band_key, []).append(position)
+        self._keys[position] = (facet.digest, facet.steps, bands)
+        while self.capacity is not None and len(self._ids) > self.capacity:
+            self._forget(self._first)
+            self._first += 1
+
+    def _forget(self, position: int) -> None:
+        digest, steps, bands = self._keys.pop(position)
+        del self._ids[position], self._signatures[position]
+        _drop(self._by_digest, digest, position)
+        if steps is not None:
+            _drop(self._by_steps, steps, position)
+        for band_key in bands:
+            _drop(self._by_band, band_key, position)
 
     def find(self, facet: CopyFacet, similarity: float) -> CopyMatch | None:
         """The kept trace ``facet``'s trace is a copy of, or None (also for a trace with no
         word: nothing to compare)."""
         if facet.signature is None:
             return None
-        exact = self._by_digest.get(facet.digest)
-        if exact is not None and len(self._signatures[exact]):
-            return CopyMatch(self._ids[exact], 1.0, EXACT)
+        for exact in self._by_digest.get(facet.digest, ()):
+            if len(self._signatures[exact]):  # the earliest kept with words
+                return CopyMatch(self._ids[exact], 1.0, EXACT)
         keys = band_keys(facet.signature.reshape(1, -1), self.scheme)[0]
         same_steps = set(self._by_steps.get(facet.steps, ())) if facet.steps else set()
         candidates = sorted(
@@ -97,3 +134,11 @@ class CopyIndex:
         if found[best] < 0:
             return None
         return CopyMatch(self._ids[candidates[best]], float(found[best]), NEAR_COPY)
+
+
+def _drop(table: dict[Any, list[int]], key: Any, position: int) -> None:
+    found = table.get(key)
+    if found is not None:
+        found.remove(position)
+        if not found:
+            del table[key]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._schema import parse_trace
+from ..copies import copy_facets
 from ..scoring._profiles import ProfileRegistry, global_registry
 from ._cluster import cluster_cpus, import_ray
 from ._workers import EmbedderFactory, EmbedPool, PrecomputedEmbedder
@@ -181,13 +182,15 @@ class RayScorer:
         score_chunk = ray.remote(num_cpus=0, max_retries=4)(_score_chunk)
         # A registry holds a lock: its profiles travel, and the task builds its own registry.
         profiles_ref = ray.put({name: self.profiles[name] for name in self.profiles})
-        # The vectors and ids of the latest chunks: enough to cover the window.
-        recent: deque[tuple[Any, list[str], int]] = deque()
+        # The vectors, copy facets and ids of the latest chunks: enough to cover the window.
+        recent: deque[tuple[Any, list[str], int, Any]] = deque()
         pending: deque[tuple[list[Any], Any]] = deque()
         in_flight = 2 * len(self.pool.actors) + 2
         for chunk, vectors_ref in self._embedded_chunks(pairs):
             traces = [trace for _, trace in chunk]
-            before_ids = [i for _, ids, _ in recent for i in ids][-self.window :]
+            before_ids = [i for _, ids, _, _ in recent for i in ids][-self.window :]
+            # The copies are named among the window's traces too, as the local run's memory
+            # does: their facets travel with their vectors.
             future = score_chunk.remote(
                 traces,
                 profiles_ref,
@@ -195,12 +198,15 @@ class RayScorer:
                 self.batch_size,
                 self.name,
                 before_ids,
+                len(recent),
                 vectors_ref,
-                *[ref for ref, _, _ in recent],
+                *[ref for ref, _, _, _ in recent],
+                *[facets for _, _, _, facets in recent],
             )
             pending.append((chunk, future))
-            recent.append((vectors_ref, [trace.id for trace in traces], len(traces)))
-            while sum(n for _, _, n in recent) - recent[0][2] >= self.window:
+            facets_ref = ray.put(copy_facets(traces))
+            recent.append((vectors_ref, [trace.id for trace in traces], len(traces), facets_ref))
+            while sum(n for _, _, n, _ in recent) - recent[0][2] >= self.window:
                 recent.popleft()
             while len(pending) > in_flight:
                 yield from _finished(ray, *pending.popleft())
@@ -231,18 +237,25 @@ def _score_chunk(
     batch_size: int,
     name: str,
     before_ids: list[str],
+    chunks_before: int,
     vectors: np.ndarray,
-    *before: np.ndarray,
+    *before_and_facets: Any,
 ) -> list[Any]:
-    """Score one chunk against the window as it stood before it (a Ray task)."""
+    """Score one chunk against the window as it stood before it (a Ray task): the vectors
+    and then the copy facets of the ``chunks_before`` chunks before it."""
     from ..memory._cache import VectorCache
     from ..scoring._scorer import Scorer
 
+    before = before_and_facets[:chunks_before]
+    facets = [f for part in before_and_facets[chunks_before:] for f in part]
     cache = VectorCache(max_elements=window, dimensions=int(vectors.shape[1]))
     if before:
         previous = np.concatenate(before)[-len(before_ids) :] if before_ids else before[0][:0]
-        for row, trace_id in zip(previous, before_ids):
+        for row, trace_id, facet in zip(
+            previous, before_ids, facets[len(facets) - len(before_ids) :]
+        ):
             cache.add(row, trace_id)
+            cache.copy_index.add(trace_id, facet)
     texts = [trace.embedding_text for trace in traces]
     scorer = Scorer(
         embedder=PrecomputedEmbedder(texts, vectors, name),

@@ -17,6 +17,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..copies import CopyIndex
+
 __all__ = ["Admit", "Nearest", "NoveltyMemory", "VectorCache", "exact_rows"]
 
 FloatArray = npt.NDArray[np.float32]
@@ -115,6 +117,9 @@ class VectorCache:
         self._ids: list[str | None] = [None] * max_elements  # parallel to the ring buffer
         self._start = 0  # ring-buffer index of the oldest entry
         self._count = 0
+        #: The copy facets of the traces scored against this memory, as many as it holds
+        #: vectors: a Scorer names a copy among them (every Scorer sharing this memory alike).
+        self.copy_index = CopyIndex(capacity=max_elements)
 
     # -- the SPEC's operations -------------------------------------------------------------
 
@@ -148,6 +153,7 @@ class VectorCache:
 
     def clear(self) -> None:
         with self._lock:
+            self.copy_index.clear()
             self._start = 0
             self._count = 0
 

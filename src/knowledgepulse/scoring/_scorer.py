@@ -252,7 +252,9 @@ class Scorer:
         # its tables), then of the traces of this batch remembered before each one.
         stored_copy = getattr(self.cache, "stored_copy", None)
         copied: list[CopyMatch | None] = [None] * len(batch)
-        seen = self._copy_index
+        # A memory that keeps copy facets (VectorCache) shares them with every Scorer using it.
+        shared = getattr(self.cache, "copy_index", None)
+        seen = shared if isinstance(shared, CopyIndex) else self._copy_index
         if stored_copy is not None:
             copied = [stored_copy(facet, COPY_SIMILARITY) for facet in facets]
             seen = CopyIndex()
