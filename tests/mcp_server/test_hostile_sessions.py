@@ -208,4 +208,6 @@ def test_a_body_sent_slowly_to_mcp_is_cut_off_like_v1s(tmp_path: Path) -> None:
         kb.close()
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert b"the request body took longer than 1 s to arrive" in answer
-    assert took < 3.0, took
+    # Cut off after the 1 s timeout, not held until the 500 bytes drip in (~150 s); the margin
+    # is for busy cores (a full suite beside another job took over 3 s here once).
+    assert took < 6.0, took
