@@ -302,6 +302,28 @@ def _check_options(
         raise click.UsageError("--candidate-similarity applies to --first-pass static only")
 
 
+def read_into(
+    job: _Job,
+    stack: ExitStack,
+    add: Callable[[Any], None],
+    finish: Callable[[], None] | None = None,
+) -> Run:
+    """Read every input record of ``job``, handing each trace to ``add`` (and ``finish()`` at
+    the end, still under the run's signal handling): the one reading loop of every ``kp
+    curate`` run, which counts each record processed once its unit converted whole."""
+    run = job.run(stack)
+    with run:
+        for conversion in read_conversions(job.files, job.source_format, job.options, run):
+            for trace in conversion.traces:
+                add(trace)
+            if not conversion.problems:
+                run.tally.processed += conversion.counted
+            run.step()
+        if finish is not None:
+            finish()
+    return run
+
+
 def _stopped(job: _Job, tally: Any, message: str) -> int:
     tally.print_folded()
     job.console.print(tally.accounting(), highlight=False)
@@ -327,15 +349,7 @@ def _curate_streaming(job: _Job) -> int:
             candidate_similarity=job.candidate_similarity,
         )
         stack.callback(curation.close)
-        run = job.run(stack)
-        with run:
-            for conversion in read_conversions(job.files, job.source_format, job.options, run):
-                for trace in conversion.traces:
-                    curation.add(trace)
-                if not conversion.problems:
-                    run.tally.processed += conversion.counted
-                run.step()
-            curation.finish_reading()
+        run = read_into(job, stack, curation.add, curation.finish_reading)
         tally = run.tally
         # Until the outputs are written, every record read counts as not processed.
         read, tally.processed = tally.processed, 0
@@ -463,13 +477,7 @@ def _curate_in_memory(job: _Job) -> int:
     console = job.console
     with ExitStack() as stack:
         base = job.open_base(stack)
-        run = job.run(stack)
-        with run:
-            for conversion in read_conversions(job.files, job.source_format, job.options, run):
-                pile.extend(conversion.traces)
-                if not conversion.problems:
-                    run.tally.processed += conversion.counted
-                run.step()
+        run = read_into(job, stack, pile.append)
         tally = run.tally
         if tally.interrupted:
             return _stopped(job, tally, "interrupted before curating: nothing was written")

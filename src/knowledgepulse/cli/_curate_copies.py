@@ -11,7 +11,7 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
-from ._run import open_writer, read_conversions, signals_held
+from ._run import open_writer, signals_held
 
 __all__ = [
     "curate_copies_in_memory",
@@ -75,7 +75,7 @@ def hashers_for(workers: int | None, files: list[str]) -> int:
 def curate_copies_streaming(job: Any) -> int:
     """Read once; a few numbers and a signature per trace in memory, the lines on disk."""
     from ..scoring._copy_curation import CopyCuration
-    from ._curate_cmd import _stopped, phase_progress
+    from ._curate_cmd import _stopped, phase_progress, read_into
 
     with ExitStack() as stack:
         curation = CopyCuration(
@@ -86,15 +86,7 @@ def curate_copies_streaming(job: Any) -> int:
             hashers=hashers_for(job.workers, job.files),
         )
         stack.callback(curation.close)
-        run = job.run(stack)
-        with run:
-            for conversion in read_conversions(job.files, job.source_format, job.options, run):
-                for trace in conversion.traces:
-                    curation.add(trace)
-                if not conversion.problems:
-                    run.tally.processed += conversion.counted
-                run.step()
-            curation.finish_reading()
+        run = read_into(job, stack, curation.add, curation.finish_reading)
         tally = run.tally
         # Until the outputs are written, every record read counts as not processed.
         read, tally.processed = tally.processed, 0
@@ -182,18 +174,12 @@ def curate_in_memory(
     measure: str = "estimated Jaccard",
 ) -> int:
     """Read every trace into memory, ``decide(stack, pile, base)``, write the outputs."""
-    from ._curate_cmd import _stopped
+    from ._curate_cmd import _stopped, read_into
 
     pile: list[Any] = []
     with ExitStack() as stack:
         base = job.open_base(stack)
-        run = job.run(stack)
-        with run:
-            for conversion in read_conversions(job.files, job.source_format, job.options, run):
-                pile.extend(conversion.traces)
-                if not conversion.problems:
-                    run.tally.processed += conversion.counted
-                run.step()
+        run = read_into(job, stack, pile.append)
         tally = run.tally
         if tally.interrupted:
             return _stopped(job, tally, "interrupted before curating: nothing was written")

@@ -174,6 +174,22 @@ class LineSpool:
                 write(source.read(length).decode("utf-8", errors="surrogatepass"))
 
 
+def copy_out(
+    work_dir: Path,
+    lines: LineSpool,
+    places: list[tuple[int, int]],
+    kept_line: Any,
+    group_line: Any,
+) -> None:
+    """Write a streaming curation's outputs: its groups (``groups.jsonl`` in ``work_dir``,
+    line by line) to ``group_line``, then the kept traces' lines at ``places`` (offset,
+    length; in input order) to ``kept_line``."""
+    with (work_dir / "groups.jsonl").open(encoding="utf-8", errors="surrogatepass") as groups:
+        for line in groups:
+            group_line(line.rstrip("\n"))
+    lines.copy(places, kept_line)
+
+
 #: The files of a streaming curation's work directory that a re-run makes again.
 SCRATCH_FILES = ("traces.jsonl", "canonical.f32", "near.pos", "near.cos", "groups.jsonl")
 #: Every file a streaming curation writes in its work directory.

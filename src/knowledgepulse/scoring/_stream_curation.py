@@ -45,7 +45,7 @@ from ._curation import (
 )
 from ._nearby import ANN_FROM, NearLists, near_lists, release
 from ._profiles import ProfileRegistry, global_registry
-from ._spool import DECIDER_DIR, SCRATCH_FILES, LineSpool, VectorSpool
+from ._spool import DECIDER_DIR, SCRATCH_FILES, LineSpool, VectorSpool, copy_out
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -273,13 +273,8 @@ class StreamingCuration:
     def write(self, kept_line: Callable[[str], None], group_line: Callable[[str], None]) -> None:
         """Copy the kept traces (in input order) and the groups to their outputs."""
         started = time.perf_counter()
-        with (self.work_dir / "groups.jsonl").open(
-            encoding="utf-8", errors="surrogatepass"
-        ) as groups:
-            for line in groups:
-                group_line(line.rstrip("\n"))
         places = [(self._offsets[i], self._lengths[i]) for i in np.nonzero(self.kept)[0].tolist()]
-        self.lines.copy(places, kept_line)
+        copy_out(self.work_dir, self.lines, places, kept_line, group_line)
         self.timings.write = time.perf_counter() - started
 
     @property
