@@ -41,7 +41,15 @@ from ..copies import (
     trace_texts,
 )
 from ..copies._graph import NO_STEPS
-from ._curation import CurationResult, Duplicate, DuplicateGroup, distinct_traces, trace_value, walk
+from ._curation import (
+    CurationResult,
+    Duplicate,
+    DuplicateGroup,
+    distinct_traces,
+    stored_group,
+    trace_value,
+    walk,
+)
 from ._profiles import ProfileRegistry, global_registry
 from ._spool import LineSpool, copy_out
 
@@ -355,26 +363,9 @@ def decide_copies(
             ids, values, assigned, graph.neighbours, similarity, MEASURE, first=graph.copy_counts()
         )
         for stored_id, duplicates in sorted(by_stored.items()):
-            yield -1, stored_copies_group(stored_id, duplicates, similarity)
+            yield -1, stored_group(stored_id, duplicates, similarity, MEASURE)
 
     return _Decisions(decisions(), graph)
-
-
-def stored_copies_group(
-    stored_id: str, duplicates: list[Duplicate], similarity: float
-) -> DuplicateGroup:
-    """The group of the traces dropped as copies of a stored trace."""
-    from ._curation import group_relation
-
-    duplicates.sort(key=lambda d: (-d.similarity, d.id))
-    return DuplicateGroup(
-        kept=stored_id,
-        duplicates=duplicates,
-        reason=f"already in the knowledge base: {len(duplicates)} cop(ies) of it (exact; "
-        f"{MEASURE} ≥ {similarity:g}; or the same steps reworded) were dropped",
-        stored=True,
-        relation=group_relation(duplicates),
-    )
 
 
 def curate_copies(

@@ -273,16 +273,36 @@ def stored_groups(
     ]
 
 
-def stored_group(stored_id: str, duplicates: list[Duplicate], similarity: float) -> DuplicateGroup:
-    """The group of the traces dropped as near-duplicates of a stored trace."""
+def stored_group(
+    stored_id: str, duplicates: list[Duplicate], similarity: float, measure: str = "cosine"
+) -> DuplicateGroup:
+    """The group of the traces dropped as near-duplicates (or copies: members with a
+    relation) of a stored trace."""
     duplicates.sort(key=lambda d: (-d.similarity, d.id))
+    relation = group_relation(duplicates)
+    if relation is None:
+        what = f"trace(s) at {measure} ≥ {similarity:g} to it"
+    else:
+        what = f"cop(ies) of it ({_copy_rule(measure, similarity)})"
     return DuplicateGroup(
         kept=stored_id,
         duplicates=duplicates,
-        reason=f"already in the knowledge base: {len(duplicates)} trace(s) at cosine "
-        f"≥ {similarity:g} to it were dropped",
+        reason=f"already in the knowledge base: {len(duplicates)} {what} were dropped",
         stored=True,
+        relation=relation,
     )
+
+
+def _copy_rule(measure: str, similarity: float) -> str:
+    """What makes two traces copies, as group reasons say it."""
+    return f"exact; {measure} ≥ {similarity:g}; or the same steps reworded"
+
+
+def _copies_named(relation: str, measure: str, similarity: float) -> str:
+    """``exact copies (…)`` or ``copies (…)``: what joined a group of copies."""
+    if relation == "exact":
+        return "exact copies (the same normalised text)"
+    return f"copies ({_copy_rule(measure, similarity)})"
 
 
 def walk(
@@ -292,7 +312,6 @@ def walk(
     neighbours_of: Callable[[int], Sequence[tuple[int, float] | tuple[int, float, str]]],
     similarity: float,
     measure: str = "cosine",
-    ties: npt.NDArray[np.int64] | None = None,
     first: npt.NDArray[np.int64] | None = None,
 ) -> Iterator[tuple[int, DuplicateGroup | None]]:
     """The leaders, highest value first (ties: smallest id), each with its group (None when it
@@ -301,16 +320,14 @@ def walk(
 
     Groups come out in the order ``kp curate`` writes them (value, then id), so a streaming
     run writes each as it closes. A neighbour may carry its relation as a third item;
-    ``measure`` names the similarity in the groups' reasons; ``ties``, when given, breaks ties
-    on value before the id (larger first); ``first``, when given, comes before the value
-    (larger first: 1 for a successful run puts successful runs first).
+    ``measure`` names the similarity in the groups' reasons; ``first``, when given, orders
+    before the value (larger first: a copy count puts a family's centre first, 1 for a
+    successful run puts successful runs first).
     """
     value_array = np.asarray(values, dtype=np.float64)
     positions = np.arange(len(ids))
     # lexsort: the last key first; positions are in id order, so they break ties by id.
     keys: tuple[Any, ...] = (positions, -value_array)
-    if ties is not None:
-        keys = (positions, -ties, -value_array)
     if first is not None:
         keys = (*keys, -first)
     for position in np.lexsort(keys).tolist():
@@ -350,29 +367,27 @@ def _leader_group(
     similarity: float,
     measure: str = "cosine",
 ) -> DuplicateGroup:
-    tied = sum(1 for d in duplicates if d.value == kept_value)
     relation = group_relation(duplicates)
+    size = len(duplicates) + 1
     if relation is None:
-        what = f"near-duplicates ({measure} ≥ {similarity:g})"
+        reason = (
+            f"kept for the highest value ({kept_value:.4f}) of {size} near-duplicates "
+            f"({measure} ≥ {similarity:g})"
+        )
+        tied = sum(1 for d in duplicates if d.value == kept_value)
+        if tied:
+            reason += f"; {tied} tie(s) on value broken by id"
     elif relation == "same_task":
-        what = f"attempts at one task ({measure} ≥ {similarity:g})"
-    elif relation == "exact":
-        what = "exact copies (the same normalised text)"
+        reason = (
+            f"kept first of {size} attempts at one task ({measure} ≥ {similarity:g}): "
+            f"successful first, then by value ({kept_value:.4f})"
+        )
     else:
-        what = f"copies (exact; {measure} ≥ {similarity:g}; or the same steps reworded)"
-    reason = f"kept for the highest value ({kept_value:.4f}) of {len(duplicates) + 1} {what}"
-    if relation == "same_task":
         reason = (
-            f"kept first of {len(duplicates) + 1} {what}: successful first, then by value "
-            f"({kept_value:.4f})"
+            f"kept as the centre of {size} {_copies_named(relation, measure, similarity)}: "
+            f"the trace with the most copies, then the highest value ({kept_value:.4f}), "
+            "then the smallest id"
         )
-    elif relation is not None:
-        reason = (
-            f"kept as the centre of {len(duplicates) + 1} {what}: the trace with the most "
-            f"copies, then the highest value ({kept_value:.4f}), then the smallest id"
-        )
-    if tied and relation is None:
-        reason += f"; {tied} tie(s) on value broken by id"
     duplicates.sort(key=lambda d: (-d.similarity, d.id))
     return DuplicateGroup(kept_id, duplicates, reason, kept_value, relation=relation)
 
