@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._errors import KnowledgePulseError
+from ..copies import CopyFacet
 from ..memory._cache import Admit, Nearest, _cosine, _normalise, exact_rows
 
 logger = logging.getLogger("knowledgepulse")
@@ -137,6 +138,9 @@ class StoredTrace:
     visibility: str = "network"
     owner: str | None = None
     org: str | None = None
+    #: Its copy facet when the caller made it already (a Scorer has, to name copies); the
+    #: base makes it from ``trace`` otherwise.
+    copy_facet: CopyFacet | None = None
 
     @property
     def value(self) -> float | None:

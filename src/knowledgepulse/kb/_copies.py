@@ -133,21 +133,29 @@ class CopyStoreMixin:
             )
             if not rows:
                 return
-            self._store_facets([(row[1], self.dialect.json_in(row[2])) for row in rows])
+            self._store_facets([(row[1], self.dialect.json_in(row[2]), None) for row in rows])
             after = rows[-1][0]
 
-    def _store_facets(self, items: Sequence[tuple[str, Any]]) -> None:
-        """Store the copy facets of ``(id, trace)`` pairs (a trace as stored: a mapping)."""
+    def _store_facets(self, items: Sequence[tuple[str, Any, CopyFacet | None]]) -> None:
+        """Store the copy facets of ``(id, trace, facet)`` (a trace as stored: a mapping; its
+        facet when the caller made it, else it is made here)."""
         from .._schema import ReasoningTrace, TraceValidationError
 
-        ids, traces = [], []
-        for trace_id, trace in items:
-            try:
-                traces.append(ReasoningTrace.model_validate(trace))
-            except TraceValidationError:
-                continue  # a stored row that is no trace (a test's empty trace): no facet
+        given: dict[int, CopyFacet] = {}
+        ids: list[str] = []
+        traces: list[ReasoningTrace | None] = []
+        for trace_id, trace, facet in items:
+            if facet is not None:
+                given[len(ids)] = facet
+                traces.append(None)
+            else:
+                try:
+                    traces.append(ReasoningTrace.model_validate(trace))
+                except TraceValidationError:
+                    continue  # a stored row that is no trace (a test's empty trace): no facet
             ids.append(trace_id)
-        facets = copy_facets(traces, SCHEME)
+        made = iter(copy_facets([t for t in traces if t is not None], SCHEME))
+        facets = [given[i] if i in given else next(made) for i in range(len(ids))]
         m = self.dialect.mark
         self._executemany(
             f"INSERT INTO copy_facets (id, digest, signature, steps) VALUES ({m}, {m}, {m}, {m}) "
@@ -173,12 +181,12 @@ class CopyStoreMixin:
                 f"INSERT INTO copy_bands (band, key, id) VALUES ({m}, {m}, {m})", band_rows
             )
 
-    def _store_new_facets(self, items: Sequence[tuple[str, Any]]) -> None:
+    def _store_new_facets(self, items: Sequence[tuple[str, Any, CopyFacet | None]]) -> None:
         """After an insert (inside its transaction): the facets of the traces just stored."""
         if not self._copies_ready:
             self._ensure_copies(len(items))  # fills every stored trace's, these included
             return
-        wanted = {trace_id: trace for trace_id, trace in items}
+        wanted = {trace_id: (trace, facet) for trace_id, trace, facet in items}
         m = self.dialect.mark
         ids = list(wanted)
         have: set[str] = set()
@@ -189,7 +197,7 @@ class CopyStoreMixin:
                 row[0]
                 for row in self._select(f"SELECT id FROM copy_facets WHERE id IN ({marks})", chunk)
             )
-        self._store_facets([(i, t) for i, t in wanted.items() if i not in have])
+        self._store_facets([(i, t, f) for i, (t, f) in wanted.items() if i not in have])
 
     # -- queries ------------------------------------------------------------------------------
 

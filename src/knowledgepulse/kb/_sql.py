@@ -385,7 +385,7 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
             for item in items
         ]
         added = self._executemany(d.insert_trace, rows)
-        self._store_new_facets([(item.id, item.trace) for item in items])
+        self._store_new_facets([(item.id, item.trace, item.copy_facet) for item in items])
         return added
 
     def _write_rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:

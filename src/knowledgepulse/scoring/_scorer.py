@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, run
 
 from .._errors import KnowledgePulseError
 from .._schema import ReasoningTrace, parse_trace
-from ..copies import COPY_SIMILARITY, CopyIndex, CopyMatch, copy_facets
+from ..copies import COPY_SIMILARITY, CopyFacet, CopyIndex, CopyMatch, copy_facets
 from ._formulas import (
     NOVELTY_FALLBACK,
     RULE_ERROR_RECOVERY_BONUS,
@@ -287,7 +287,7 @@ class Scorer:
                     if store is None:
                         return True
                     where = sources[todo[k]] if sources is not None else None
-                    return _stored_trace(trace, score, vectors[k], where)
+                    return _stored_trace(trace, score, vectors[k], where, facets[k])
 
                 self.cache.nearest_then_add_many(vectors, ids, admit)
         return [score for score in scores if score is not None]
@@ -329,7 +329,11 @@ def _trace_store(memory: Any) -> TraceStore | None:
 
 
 def _stored_trace(
-    trace: ReasoningTrace, score: ValueScore, vector: Any, where: str | None
+    trace: ReasoningTrace,
+    score: ValueScore,
+    vector: Any,
+    where: str | None,
+    facet: CopyFacet | None = None,
 ) -> object:
     from ..kb import StoredTrace
     from ..records import ScoreRecord
@@ -341,6 +345,7 @@ def _stored_trace(
         record=ScoreRecord.of(score, trace).to_dict(),
         source=where,
         visibility=trace.metadata.visibility,
+        copy_facet=facet,
     )
 
 
