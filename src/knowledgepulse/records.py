@@ -123,6 +123,25 @@ class ScoreRecord(_Line, BaseModel):
         "estimated Jaccard similarity of word shingles at least the copy threshold) and the "
         "similarity. Absent when it is a copy of none.",
     )
+    novelty_by: Literal["task", "seed"] | None = Field(
+        default=None,
+        description="Which novelty made the novelty: task (by the task's facets: the task "
+        "text's vector, the values the run's tools were given, copies; calibrated) or seed "
+        "(one vector of the objective and every step, 1 - cosine). Absent without an embedder.",
+    )
+    nearest_relation: (
+        Literal["copy", "same_task_same_way", "same_task_other_tools", "same_task", "other_task"]
+        | None
+    ) = Field(
+        default=None,
+        description="By the task novelty: what the nearest trace is to this one (a copy, an "
+        "attempt at the same task done the same way or with other tools, another task).",
+    )
+    nearest_similarity: float | None = Field(
+        default=None,
+        description="By the task novelty: the similarity to the nearest trace by the facets, "
+        "before calibration (novelty = clip(2.2 x (0.9 - similarity))).",
+    )
 
     @classmethod
     def of(
@@ -146,6 +165,9 @@ class ScoreRecord(_Line, BaseModel):
         "stored",
         "group",
         "copy_of",
+        "novelty_by",
+        "nearest_relation",
+        "nearest_similarity",
     )
 
     @classmethod
@@ -184,6 +206,12 @@ class ScoreRecord(_Line, BaseModel):
                 "similarity": float(copy_of.similarity),
                 "relation": copy_of.relation,
             }
+        if score.novelty_by is not None:
+            data["novelty_by"] = score.novelty_by
+        if score.nearest_relation is not None:
+            data["nearest_relation"] = score.nearest_relation
+        if score.nearest_similarity is not None:
+            data["nearest_similarity"] = float(score.nearest_similarity)
         return data
 
 

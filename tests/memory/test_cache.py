@@ -226,7 +226,7 @@ def test_scorer_from_8_threads_matches_a_sequential_order() -> None:
     ]
     traces, vectors = [traces[i] for i in keep][:120], vectors[keep][:120]
     cache = RecordingCache()
-    scorer = kp.Scorer(embedder=embedder, cache=cache)
+    scorer = kp.Scorer(embedder=embedder, cache=cache, novelty="seed")
     results: dict[str, kp.ValueScore] = {}
     lock = threading.Lock()
 

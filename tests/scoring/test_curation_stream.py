@@ -190,9 +190,9 @@ def test_a_chain_of_similar_pairs_does_not_join_its_ends(tmp_path: Path) -> None
 
 def test_a_knowledge_base_counts_as_seen_as_in_curate(tmp_path: Path) -> None:
     traces = synthetic(400, seed=2)
-    identity = EmbeddingIdentity(model="hashing", dimensions=384)
+    identity = EmbeddingIdentity(model="hashing", dimensions=384, text="trace")
     with open_knowledge_base(tmp_path / "kb.sqlite", identity) as kb:
-        kp.Scorer(embedder=HashingEmbedder(), memory=kb).score_many(traces[:40])
+        kp.Scorer(embedder=HashingEmbedder(), memory=kb, novelty="seed").score_many(traces[:40])
         reference = in_memory(traces, 0.8, kb=kb)
         assert streamed(traces, tmp_path / "w", 0.8, kb=kb) == reference
     assert any(

@@ -265,7 +265,10 @@ class _Job:
         from ..kb import EmbeddingIdentity, open_knowledge_base
 
         # Copies need no embedder: the base is opened as it is (its identity unchanged).
-        identity = None if self.chosen is None else EmbeddingIdentity.of(self.chosen.embedder)
+        # Embedding curation compares whole-trace vectors (a base of task vectors is refused).
+        identity = (
+            None if self.chosen is None else EmbeddingIdentity.of(self.chosen.embedder, "seed")
+        )
         base = open_knowledge_base(self.kb, identity)
         stack.callback(base.close)
         return base

@@ -74,6 +74,16 @@ from ._score_run import (
     "and less accurate, for a first pass over huge piles (a --kb made with it takes only "
     "its vectors).",
 )
+@click.option(
+    "--novelty",
+    type=click.Choice(["task", "seed"]),
+    default="task",
+    show_default=True,
+    help="task: novelty by the task (its text's vector, the values its tools were given, "
+    "copies; calibrated: a repeat of a task seen is near 0, a new task near 1). seed: the "
+    "seed's one vector of the objective and every step, 1 - cosine. Each score line says "
+    "which (novelty_by).",
+)
 @profiles_option
 @click.option(
     "--kb",

@@ -86,6 +86,7 @@ class ScoringChoices:
     kb: str | None
     add: Remember | None
     batch_size: int
+    novelty: str = "task"
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ def open_engine(
 
     memory = None
     if scoring.kb is not None:
-        memory = _open_kb(stack, scoring.kb, plan.embedder, quiet)
+        memory = _open_kb(stack, scoring.kb, plan.embedder, quiet, scoring.novelty)
     scorer = Scorer(
         embedder=plan.embedder,
         profiles=plan.profiles,
@@ -213,6 +214,7 @@ def open_engine(
         memory=memory,
         remember=plan.remember if memory is not None else "all",
         threshold=scoring.threshold,
+        novelty="seed" if scoring.novelty == "seed" else "task",
     )
     if choice.engine != "ray":
         return check_scoring_engine(scorer), None
@@ -223,14 +225,14 @@ def open_engine(
 
 
 def _open_kb(
-    stack: ExitStack, location: str, embedder: Embedder | None, quiet: bool
+    stack: ExitStack, location: str, embedder: Embedder | None, quiet: bool, novelty: str
 ) -> KnowledgeBase:
     """The knowledge base at ``location``, checked against the embedder, closed with ``stack``."""
     from ..kb import EmbeddingIdentity, open_knowledge_base
 
     if embedder is None:
         raise click.UsageError("--kb needs the embedder (none is installed or it is turned off)")
-    kb = open_knowledge_base(location, EmbeddingIdentity.of(embedder))
+    kb = open_knowledge_base(location, EmbeddingIdentity.of(embedder, novelty))
     stack.callback(kb.close)
     if not quiet:
         stderr_console().print(f"knowledge base: {kb.location} ({len(kb):,} traces)", markup=False)

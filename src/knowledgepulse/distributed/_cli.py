@@ -85,6 +85,7 @@ def ray_scorer(
         remember=local.remember,
         threshold=local.threshold,
         name=getattr(embedder, "name", "ray"),
+        novelty=local.novelty,
     )
     stack.callback(scorer.close)
     if embedder is not None:

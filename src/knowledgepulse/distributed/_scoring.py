@@ -23,6 +23,8 @@ import numpy as np
 from .._schema import parse_trace
 from ..copies import copy_facets
 from ..scoring._profiles import ProfileRegistry, global_registry
+from ..scoring._scorer import novelty_text
+from ..tasks import run_facet
 from ._cluster import cluster_cpus, import_ray
 from ._workers import EmbedderFactory, EmbedPool, PrecomputedEmbedder
 
@@ -67,6 +69,7 @@ class RayScorer:
         window: int = 1000,
         chunk_size: int = DEFAULT_CHUNK,
         name: str = "ray",
+        novelty: str = "task",
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -83,6 +86,8 @@ class RayScorer:
         batches = -(-max(chunk_size, 1) // batch_size)
         self.chunk_size = batches * batch_size
         self.name = name
+        #: ``task`` or ``seed``, as :class:`~knowledgepulse.Scorer`'s ``novelty``.
+        self.novelty = novelty
         self._pool: EmbedPool | None = None
 
     # -- the pool ------------------------------------------------------------------------------
@@ -152,6 +157,7 @@ class RayScorer:
             memory=self.memory,
             remember=self.remember if self.memory is not None else "all",  # type: ignore[arg-type]
             threshold=self.threshold,
+            novelty=self.novelty,  # type: ignore[arg-type]
         )
         return scorer.iter_scores(pairs, payload=True, where=where)
 
@@ -160,7 +166,7 @@ class RayScorer:
         pool = self.pool
         ahead: deque[tuple[list[Any], Any]] = deque()
         for chunk in _chunks(pairs, self.chunk_size):
-            texts = [trace.embedding_text for _, trace in chunk]
+            texts = [novelty_text(trace, self.novelty) for _, trace in chunk]  # type: ignore[arg-type]
             batches = [
                 texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)
             ]
@@ -173,7 +179,7 @@ class RayScorer:
         ray = import_ray()
         for chunk, vectors_ref in self._embedded_chunks(pairs):
             vectors = ray.get(vectors_ref)
-            texts = [trace.embedding_text for _, trace in chunk]
+            texts = [novelty_text(trace, self.novelty) for _, trace in chunk]  # type: ignore[arg-type]
             embedder = PrecomputedEmbedder(texts, vectors, self.name)
             yield from self._local(embedder, chunk, where)
 
@@ -197,6 +203,7 @@ class RayScorer:
                 self.window,
                 self.batch_size,
                 self.name,
+                self.novelty,
                 before_ids,
                 len(recent),
                 vectors_ref,
@@ -204,7 +211,8 @@ class RayScorer:
                 *[facets for _, _, _, facets in recent],
             )
             pending.append((chunk, future))
-            facets_ref = ray.put(copy_facets(traces))
+            # Both facets of a trace travel: the copy facet and how the run did its task.
+            facets_ref = ray.put(list(zip(copy_facets(traces), map(run_facet, traces))))
             recent.append((vectors_ref, [trace.id for trace in traces], len(traces), facets_ref))
             while sum(n for _, _, n, _ in recent) - recent[0][2] >= self.window:
                 recent.popleft()
@@ -236,6 +244,7 @@ def _score_chunk(
     window: int,
     batch_size: int,
     name: str,
+    novelty: str,
     before_ids: list[str],
     chunks_before: int,
     vectors: np.ndarray,
@@ -251,16 +260,18 @@ def _score_chunk(
     cache = VectorCache(max_elements=window, dimensions=int(vectors.shape[1]))
     if before:
         previous = np.concatenate(before)[-len(before_ids) :] if before_ids else before[0][:0]
-        for row, trace_id, facet in zip(
+        for row, trace_id, (facet, run) in zip(
             previous, before_ids, facets[len(facets) - len(before_ids) :]
         ):
             cache.add(row, trace_id)
             cache.copy_index.add(trace_id, facet)
-    texts = [trace.embedding_text for trace in traces]
+            cache.run_facets.add(trace_id, run)
+    texts = [novelty_text(trace, novelty) for trace in traces]  # type: ignore[arg-type]
     scorer = Scorer(
         embedder=PrecomputedEmbedder(texts, vectors, name),
         memory=cache,
         profiles=ProfileRegistry(profiles),
         batch_size=batch_size,
+        novelty=novelty,  # type: ignore[arg-type]
     )
     return scorer.score_many(traces)

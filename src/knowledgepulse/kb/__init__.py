@@ -58,6 +58,10 @@ def open_knowledge_base(
         location: a file path (SQLite) or a ``postgresql://user:password@host/db`` URL.
         identity: how the vectors to be stored are made (``EmbeddingIdentity.of(embedder)``):
             set on a new base, checked against an existing one. ``None`` opens for reading.
+            A base made before the task facet (whole-trace vectors) opened with the identity
+            of task vectors and their embedder (``EmbeddingIdentity.of(embedder)``) is
+            migrated: every stored trace is embedded again by its task text, in one
+            transaction, and the log says how many.
         index: vector search: ``auto`` (exact, ANN past 50,000 vectors), ``exact`` or ``ann``.
         create: create the base when it does not exist.
 

@@ -28,6 +28,8 @@ logger = logging.getLogger("knowledgepulse")
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "VECTOR_TEXT_TASK",
+    "VECTOR_TEXT_TRACE",
     "EmbeddingIdentity",
     "Hit",
     "KnowledgeBaseError",
@@ -43,6 +45,10 @@ FORMAT_NAME = "knowledgepulse.kb"
 FORMAT_VERSION = 1
 
 FloatArray = npt.NDArray[np.float32]
+
+#: The texts a base's vectors are of (``kb_meta.vector_text``).
+VECTOR_TEXT_TASK = "task/1"
+VECTOR_TEXT_TRACE = "trace"
 
 
 class KnowledgeBaseError(KnowledgePulseError, RuntimeError):
@@ -66,10 +72,18 @@ class EmbeddingIdentity:
     #: vectors are in the base. Not part of the match: one model's vectors compare across
     #: runtimes, but a base says which made them, and a run that adds another is told.
     embedders: tuple[str, ...] = field(default=(), compare=False)
+    #: What text a vector is of: ``task/1`` (the trace's task text, what the task novelty and
+    #: recall compare) or ``trace`` (the objective and every step: the seed's novelty, and
+    #: every base made before the task facet).
+    text: str = VECTOR_TEXT_TASK
+    #: The embedder itself when known (``of``): a base of whole-trace vectors opened for task
+    #: vectors is migrated with it. Not part of the identity.
+    embedder: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, embedder: Any) -> EmbeddingIdentity:
-        """The identity of an :class:`~knowledgepulse.Embedder` (``windowing`` if it has one)."""
+    def of(cls, embedder: Any, novelty: str = "task") -> EmbeddingIdentity:
+        """The identity of an :class:`~knowledgepulse.Embedder` (``windowing`` if it has one)
+        for the vectors of a novelty: ``task`` (task texts) or ``seed`` (whole traces)."""
         # The model, not the runtime: ONNX fp32 and torch bf16 vectors of one model compare
         # (cosine ≥ 0.9999 to each other); "name (runtime)" names are cut at the runtime.
         model = getattr(embedder, "model_name", None) or str(embedder.name).split(" (")[0]
@@ -78,6 +92,8 @@ class EmbeddingIdentity:
             dimensions=int(embedder.dimensions),
             windowing=str(getattr(embedder, "windowing", "first_window")),
             embedders=(str(embedder.name),),
+            text=VECTOR_TEXT_TASK if novelty == "task" else VECTOR_TEXT_TRACE,
+            embedder=embedder,
         )
 
     @classmethod
@@ -86,7 +102,9 @@ class EmbeddingIdentity:
         if "model" not in meta:
             return None
         embedders = tuple(json.loads(meta["embedders"])) if "embedders" in meta else ()
-        return cls(meta["model"], int(meta["dimensions"]), meta["windowing"], embedders)
+        # A base made before the task facet holds whole-trace vectors and says nothing.
+        text = meta.get("vector_text", VECTOR_TEXT_TRACE)
+        return cls(meta["model"], int(meta["dimensions"]), meta["windowing"], embedders, text)
 
     def meta_rows(self) -> list[tuple[str, str]]:
         """The (key, value) rows of the metadata table that record this identity."""
@@ -94,11 +112,14 @@ class EmbeddingIdentity:
             ("model", self.model),
             ("dimensions", str(self.dimensions)),
             ("windowing", self.windowing),
+            ("vector_text", self.text),
+            # Last: a run that adds an embedder rewrites this row alone.
             ("embedders", json.dumps(list(self.embedders))),
         ]
 
     def describe(self) -> str:
-        return f"{self.model} ({self.dimensions} dimensions, {self.windowing})"
+        what = "task texts" if self.text == VECTOR_TEXT_TASK else "whole traces"
+        return f"{self.model} ({self.dimensions} dimensions, {self.windowing}) of {what}"
 
 
 def joined_identity(
@@ -120,7 +141,7 @@ def joined_identity(
             ", ".join(new),
         )
     return EmbeddingIdentity(
-        stored.model, stored.dimensions, stored.windowing, (*stored.embedders, *new)
+        stored.model, stored.dimensions, stored.windowing, (*stored.embedders, *new), stored.text
     )
 
 

@@ -21,10 +21,14 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import numpy as np
+
 from ..memory._cache import Admit, Nearest
 from ._base import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    VECTOR_TEXT_TASK,
+    VECTOR_TEXT_TRACE,
     EmbeddingIdentity,
     FloatArray,
     Hit,
@@ -34,6 +38,7 @@ from ._base import (
     StoredTrace,
     admit_rows,
     joined_identity,
+    logger,
     unit_rows,
     utc_now,
 )
@@ -218,6 +223,8 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
             self._write_meta(wanted.meta_rows())
             self._first_identity(wanted)
             return wanted
+        if stored != wanted and self._migrates(stored, wanted):
+            stored = self._migrate_to_task_text(stored, wanted)
         if stored != wanted:
             raise KnowledgeBaseMismatchError(
                 f"{self.location}: its vectors were made with {stored.describe()}, not "
@@ -228,6 +235,57 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
             self._write_meta(joined.meta_rows()[-1:])
             return joined
         return stored
+
+    def _migrates(self, stored: EmbeddingIdentity, wanted: EmbeddingIdentity) -> bool:
+        """Whether a base of ``stored`` vectors becomes one of ``wanted`` vectors by
+        re-embedding: whole-trace vectors of the same model, asked for task vectors by a run
+        that brings the embedder."""
+        return (
+            stored.text == VECTOR_TEXT_TRACE
+            and wanted.text == VECTOR_TEXT_TASK
+            and wanted.embedder is not None
+            and (stored.model, stored.dimensions) == (wanted.model, wanted.dimensions)
+        )
+
+    def _migrate_to_task_text(
+        self, stored: EmbeddingIdentity, wanted: EmbeddingIdentity
+    ) -> EmbeddingIdentity:
+        """Re-embed every stored trace by its task text (in the opening's transaction: all or
+        nothing) and record it; the log names the base and the count."""
+        from .._schema import parse_trace
+        from ..tasks import task_text
+
+        d = self.dialect
+        rows = self._select("SELECT id, trace FROM traces ORDER BY seq")
+        embedder = wanted.embedder
+        updated = 0
+        for start in range(0, len(rows), _PAGE):
+            page = rows[start : start + _PAGE]
+            texts = [task_text(parse_trace(d.json_in(trace))).text for _, trace in page]
+            vectors = unit_rows(np.asarray(embedder.embed(texts), np.float32), stored.dimensions)
+            self._executemany(
+                f"UPDATE traces SET {d.vector_column} = {d.mark} WHERE id = {d.mark}",
+                [(d.vector_out(vector), trace_id) for (trace_id, _), vector in zip(page, vectors)],
+            )
+            updated += len(page)
+        migrated = EmbeddingIdentity(
+            stored.model,
+            stored.dimensions,
+            stored.windowing,
+            stored.embedders,
+            VECTOR_TEXT_TASK,
+            embedder,
+        )
+        self._write_meta([("vector_text", VECTOR_TEXT_TASK)])
+        self._forget_vectors()
+        logger.warning(
+            "%s: made before the task facet, its %d traces' vectors were of whole traces; "
+            "they are now of their task texts (%s), as novelty and recall compare them",
+            self.location,
+            updated,
+            stored.model,
+        )
+        return migrated
 
     def _write_meta(self, rows: list[tuple[str, str]]) -> None:
         m = self.dialect.mark

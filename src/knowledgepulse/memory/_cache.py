@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from ..copies import CopyIndex
 
-__all__ = ["Admit", "Nearest", "NoveltyMemory", "VectorCache", "exact_rows"]
+__all__ = ["Admit", "Nearest", "NoveltyMemory", "RunFacets", "VectorCache", "exact_rows"]
 
 FloatArray = npt.NDArray[np.float32]
 ExactArray = npt.NDArray[np.float64]
@@ -84,6 +85,32 @@ class NoveltyMemory(Protocol):
         ...
 
 
+class RunFacets:
+    """Run facets by trace id, the oldest forgotten first beyond ``capacity``."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = capacity
+        self._facets: OrderedDict[str, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._facets)
+
+    def add(self, trace_id: str | None, facet: Any) -> None:
+        if trace_id is None:
+            return
+        self._facets[trace_id] = facet
+        self._facets.move_to_end(trace_id)
+        if self.capacity is not None:
+            while len(self._facets) > self.capacity:
+                self._facets.popitem(last=False)
+
+    def get(self, trace_id: str | None) -> Any:
+        return None if trace_id is None else self._facets.get(trace_id)
+
+    def clear(self) -> None:
+        self._facets.clear()
+
+
 class VectorCache:
     """Brute-force cosine similarity over at most ``max_elements`` vectors, oldest evicted first.
 
@@ -120,6 +147,9 @@ class VectorCache:
         #: The copy facets of the traces scored against this memory, as many as it holds
         #: vectors: a Scorer names a copy among them (every Scorer sharing this memory alike).
         self.copy_index = CopyIndex(capacity=max_elements)
+        #: How each trace it holds did its task (:class:`~knowledgepulse.tasks.RunFacet`), as
+        #: many as it holds vectors: the task novelty compares a trace with its nearest by them.
+        self.run_facets = RunFacets(capacity=max_elements)
 
     # -- the SPEC's operations -------------------------------------------------------------
 
@@ -154,6 +184,7 @@ class VectorCache:
     def clear(self) -> None:
         with self._lock:
             self.copy_index.clear()
+            self.run_facets.clear()
             self._start = 0
             self._count = 0
 

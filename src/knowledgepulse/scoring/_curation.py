@@ -173,6 +173,10 @@ def curate(
             ``first_pass`` is given with ``kb``.
     """
     check_settings(similarity, candidate_similarity, first_pass is not None, kb is not None)
+    if kb is not None:
+        from ._scorer import check_vector_text
+
+        check_vector_text(kb, "seed")  # whole-trace vectors are compared here
     registry = profiles if profiles is not None else global_registry().copy()
     pile = distinct_traces(traces)
     if not pile:

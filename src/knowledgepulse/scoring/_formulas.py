@@ -26,6 +26,8 @@ __all__ = [
     "RULE_SINGLE_THOUGHT",
     "RULE_SINGLE_TOOL_PENALTY",
     "STEP_CAP",
+    "NearestRelation",
+    "NoveltyBy",
     "NoveltySource",
     "StoredStatus",
     "TraceFacts",
@@ -64,6 +66,19 @@ RULE_SINGLE_TOOL_PENALTY = "single_tool_penalty"
 # Where novelty came from: the embedder against a non-empty memory, the embedder against an
 # empty one (0.5 by SPEC), or no embedder at all (0.5 fallback).
 NoveltySource = Literal["embedding", "empty_cache", "no_embedder"]
+#: Which novelty: by the task's facets (``task``) or the seed's whole-trace vector (``seed``).
+NoveltyBy = Literal["task", "seed"]
+#: What the nearest trace is to a trace, by the task novelty's facets.
+NearestRelation = Literal[
+    "copy", "same_task_same_way", "same_task_other_tools", "same_task", "other_task"
+]
+_RELATION_WORDS: dict[str, str] = {
+    "copy": "a copy",
+    "same_task_same_way": "same task, done the same way",
+    "same_task_other_tools": "same task, other tools",
+    "same_task": "same task",
+    "other_task": "another task",
+}
 StoredStatus = Literal["added", "already_stored", "not_added"]
 
 
@@ -156,6 +171,12 @@ class ValueScore:
     #: The trace seen before that this one is a copy of (exact, or near: estimated Jaccard of
     #: word shingles ≥ the copy threshold), the one copy decision of every surface.
     copy_of: CopyMatch | None = None
+    #: Which novelty made ``novelty`` (None: no embedder, the 0.5 fallback).
+    novelty_by: NoveltyBy | None = None
+    #: By the task novelty: what the nearest trace is to this one, and their similarity by
+    #: the facets (before calibration).
+    nearest_relation: NearestRelation | None = None
+    nearest_similarity: float | None = None
 
     def __float__(self) -> float:
         return self.value
@@ -191,6 +212,9 @@ class ValueScore:
             nearest=record.nearest,
             stored=record.stored,
             copy_of=record.copy_of,
+            novelty_by=record.novelty_by,
+            nearest_relation=record.nearest_relation,
+            nearest_similarity=record.nearest_similarity,
         )
 
     @property
@@ -206,7 +230,13 @@ class ValueScore:
         if self.copy_of is not None:
             novelty_note = self.copy_of.describe()
         elif nearest is not None and nearest.id is not None:
-            novelty_note = f"nearest {nearest.id} (cos {nearest.similarity:.2f})"
+            if self.nearest_relation is not None and self.nearest_similarity is not None:
+                novelty_note = (
+                    f"nearest {nearest.id}: {_RELATION_WORDS[self.nearest_relation]} "
+                    f"(similarity {self.nearest_similarity:.2f})"
+                )
+            else:
+                novelty_note = f"nearest {nearest.id} (cos {nearest.similarity:.2f})"
         text = (
             f"value {self.value:.6g} with profile {self.profile!r}: "
             f"complexity {self.complexity:.3f}×{w_c:g} + novelty {self.novelty:.3f}×{w_n:g} "

@@ -11,6 +11,7 @@ what it admits) beside the process-wide default scorer the seeds require.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
@@ -19,11 +20,22 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, run
 from .._errors import KnowledgePulseError
 from .._schema import ReasoningTrace, parse_trace
 from ..copies import COPY_SIMILARITY, CopyFacet, CopyIndex, CopyMatch, copy_facets
+from ..tasks import (
+    SAME_TASK_SIMILARITY,
+    RunFacet,
+    entity_similarity,
+    novelty_of_similarity,
+    run_facet,
+    task_similarity,
+    task_text,
+)
 from ._formulas import (
     NOVELTY_FALLBACK,
     RULE_ERROR_RECOVERY_BONUS,
     RULE_SINGLE_THOUGHT,
     RULE_SINGLE_TOOL_PENALTY,
+    NearestRelation,
+    NoveltyBy,
     NoveltySource,
     TraceFacts,
     ValueScore,
@@ -33,7 +45,7 @@ from ._profiles import DomainProfile, ProfileRegistry, global_registry
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
-    from ..memory._cache import Nearest, NoveltyMemory
+    from ..memory._cache import Nearest, NoveltyMemory, RunFacets
 
 __all__ = [
     "RULE_ERROR_RECOVERY_BONUS",
@@ -53,6 +65,14 @@ DEFAULT_DIMENSIONS = 384
 P = TypeVar("P")
 EmbedderSetting = Literal["auto"] | None
 Remember = Literal["all", "accepted", "none"]
+#: Run facets of stored traces a Scorer keeps at hand (a knowledge base answers the rest).
+_RUN_FACETS_KEPT = 10_000
+
+
+def novelty_text(trace: ReasoningTrace, novelty: NoveltyBy = "task") -> str:
+    """The text a trace's novelty vector is made from: its task text (``task``) or, for the
+    seed's novelty (``seed``), the objective and every step's content (SPEC §2)."""
+    return task_text(trace).text if novelty == "task" else trace.embedding_text
 
 
 class Scorer:
@@ -74,6 +94,10 @@ class Scorer:
         profiles: domain weights; default: a copy of the built-in and registered profiles,
             taken now.
         batch_size: traces embedded per batch by :meth:`score_many` and :meth:`iter_scores`.
+        novelty: ``task`` (the default) measures novelty by the task: the task text's vector,
+            the values the run's tools were given, copies (:mod:`knowledgepulse.tasks`);
+            ``seed`` is the seed's single vector of the objective and every step, N = 1 − cos.
+            The memory holds one kind of vector: a knowledge base records which.
     """
 
     def __init__(
@@ -86,7 +110,11 @@ class Scorer:
         memory: NoveltyMemory | None = None,
         remember: Remember = "all",
         threshold: float | None = None,
+        novelty: NoveltyBy = "task",
     ) -> None:
+        if novelty not in ("task", "seed"):
+            raise ValueError(f"novelty must be task or seed; got {novelty!r}")
+        self.novelty: NoveltyBy = novelty
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if remember not in ("all", "accepted", "none"):
@@ -100,6 +128,7 @@ class Scorer:
         self.threshold = threshold
         # A memory that stores whole traces (a knowledge base) is recognised once, here.
         self._store: TraceStore | None = _trace_store(cache)
+        check_vector_text(cache, novelty)
         self._embedder_setting = embedder
         self._embedder: Embedder | None = None
         self._embedder_resolved = embedder is None
@@ -119,6 +148,8 @@ class Scorer:
         self._where: Callable[[Any], str | None] | None = None
         # The copies remembered in this process, when the memory keeps none itself.
         self._copy_index = CopyIndex()
+        # The run facets of traces this Scorer has seen or looked up in a knowledge base.
+        self._run_facets: RunFacets | None = None
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -244,7 +275,7 @@ class Scorer:
         if not todo:
             return [score for score in scores if score is not None]
         batch = [traces[i] for i in todo]
-        vectors = embedder.embed([trace.embedding_text for trace in batch])
+        vectors = embedder.embed([novelty_text(trace, self.novelty) for trace in batch])
         _check_vectors(vectors, len(batch), self.cache.dimensions, embedder)
         ids = [trace.id for trace in batch]
         facets = copy_facets(batch)
@@ -262,17 +293,25 @@ class Scorer:
         def copy_of(k: int) -> CopyMatch | None:
             return copied[k] or seen.find(facets[k], COPY_SIMILARITY)
 
+        runs = [run_facet(trace) for trace in batch]
+        kept = self._facet_memory()
+
         with _single_threaded_blas():
             if store is None and self.remember == "all":
                 found = self.cache.nearest_then_add_many(vectors, ids)
                 for k, (i, trace, nearest) in enumerate(zip(todo, batch, found)):
-                    scores[i] = self._compose(trace, nearest, copy_of=copy_of(k))
+                    scores[i] = self._compose(
+                        trace, nearest, copy_of=copy_of(k), run=runs[k], kept=kept
+                    )
                     seen.add(trace.id, facets[k])
+                    kept.add(trace.id, runs[k])
             else:
 
                 def admit(k: int, nearest: Nearest | None) -> object | None:
                     trace = batch[k]
-                    score = self._compose(trace, nearest, copy_of=copy_of(k))
+                    score = self._compose(
+                        trace, nearest, copy_of=copy_of(k), run=runs[k], kept=kept
+                    )
                     keep = self.remember == "all" or (
                         self.remember == "accepted"
                         and self.threshold is not None
@@ -284,6 +323,7 @@ class Scorer:
                     if not keep:
                         return None
                     seen.add(trace.id, facets[k])
+                    kept.add(trace.id, runs[k])
                     if store is None:
                         return True
                     where = sources[todo[k]] if sources is not None else None
@@ -292,6 +332,32 @@ class Scorer:
                 self.cache.nearest_then_add_many(vectors, ids, admit)
         return [score for score in scores if score is not None]
 
+    def _facet_memory(self) -> RunFacets:
+        """Where the run facets of remembered traces are kept: the memory's own (a VectorCache
+        shares them with every Scorer using it), else this Scorer's."""
+        from ..memory._cache import RunFacets
+
+        shared = getattr(self.cache, "run_facets", None)
+        if isinstance(shared, RunFacets):
+            return shared
+        if self._run_facets is None:
+            self._run_facets = RunFacets(capacity=_RUN_FACETS_KEPT)
+        return self._run_facets
+
+    def _run_facet_of(self, trace_id: str | None, kept: RunFacets) -> RunFacet | None:
+        """The run facet of a remembered trace: kept at hand, or read from the knowledge base
+        that stores it (None for a vector stored without an id or a trace that is gone)."""
+        facet = kept.get(trace_id)
+        if facet is not None or trace_id is None or self._store is None:
+            return facet  # type: ignore[no-any-return]
+        stored = getattr(self._store, "get", None)
+        found = stored(trace_id) if stored is not None else None
+        if found is None:
+            return None
+        facet = run_facet(parse_trace(found.trace))
+        kept.add(trace_id, facet)
+        return facet
+
     def _compose(
         self,
         trace: ReasoningTrace,
@@ -299,13 +365,74 @@ class Scorer:
         *,
         embedded: bool = True,
         copy_of: CopyMatch | None = None,
+        run: RunFacet | None = None,
+        kept: RunFacets | None = None,
     ) -> ValueScore:
         novelty: float = NOVELTY_FALLBACK
         source: NoveltySource = "empty_cache" if embedded else "no_embedder"
+        relation: NearestRelation | None = None
+        similarity: float | None = None
         if nearest is not None:
-            novelty, source = 1.0 - nearest.similarity, "embedding"
+            source = "embedding"
+            if self.novelty == "seed":
+                novelty = 1.0 - nearest.similarity
+            else:
+                theirs = self._run_facet_of(nearest.id, kept) if kept is not None else None
+                mine = run if run is not None else run_facet(trace)
+                entities = (
+                    None if theirs is None else entity_similarity(mine.entities, theirs.entities)
+                )
+                similarity = task_similarity(nearest.similarity, entities)
+                novelty = novelty_of_similarity(similarity)
+                relation = _relation(similarity, mine, theirs)
+        if copy_of is not None and self.novelty == "task" and embedded:
+            # A copy is not new, however its task text reads.
+            novelty, source, relation = 0.0, "embedding", "copy"
         profile = self.profiles.for_domain(trace.metadata.task_domain)
-        return compose(TraceFacts.of(trace), novelty, source, profile, trace.id, nearest, copy_of)
+        score = compose(TraceFacts.of(trace), novelty, source, profile, trace.id, nearest, copy_of)
+        return replace(
+            score,
+            novelty_by=self.novelty if embedded else None,
+            nearest_relation=relation,
+            nearest_similarity=similarity,
+        )
+
+
+def check_vector_text(memory: Any, novelty: NoveltyBy) -> None:
+    """Raise :class:`~knowledgepulse.kb.KnowledgeBaseMismatchError` unless ``memory`` (a
+    knowledge base; anything else passes) holds vectors of the text ``novelty`` compares.
+
+    A knowledge base holds vectors of one text: task texts for the task novelty, whole
+    traces for the seed's. Comparing one with the other would be silently wrong."""
+    identity = getattr(memory, "identity", None)
+    text = getattr(identity, "text", None)
+    if text is None:
+        return
+    wanted = "task/1" if novelty == "task" else "trace"
+    if text != wanted:
+        from ..kb import KnowledgeBaseMismatchError
+
+        have = "task texts" if text == "task/1" else "whole traces"
+        raise KnowledgeBaseMismatchError(
+            f"{getattr(memory, 'location', 'the knowledge base')}: its vectors are of {have}; "
+            f"the {novelty} novelty compares vectors of "
+            f"{'task texts' if novelty == 'task' else 'whole traces'} (open it with "
+            f"EmbeddingIdentity.of(embedder, {novelty!r}) to migrate a base of whole traces)"
+        )
+
+
+def _relation(similarity: float, mine: RunFacet, theirs: RunFacet | None) -> NearestRelation:
+    """What the nearest trace is to this one: an attempt at the same task done the same way
+    (the same tools, as a multiset, by Jaccard 0.8 or more) or with other tools, or another
+    task."""
+    if similarity < SAME_TASK_SIMILARITY:
+        return "other_task"
+    if theirs is None:
+        return "same_task"
+    a, b = Counter(mine.tools), Counter(theirs.tools)
+    union = sum((a | b).values())
+    same_way = union == 0 or sum((a & b).values()) / union >= 0.8
+    return "same_task_same_way" if same_way else "same_task_other_tools"
 
 
 _MISSING = object()

@@ -100,6 +100,10 @@ class StreamingCuration:
         candidate_similarity: float | None = None,
     ) -> None:
         check_settings(similarity, candidate_similarity, first_pass is not None, kb is not None)
+        if kb is not None:
+            from ._scorer import check_vector_text
+
+            check_vector_text(kb, "seed")  # whole-trace vectors are compared here
         self.work_dir = work_dir
         self.embedder = embedder
         self.first_pass = first_pass

@@ -13,6 +13,10 @@ attempt at the same task for 94 % of them, against 20 % by whole-trace vectors
   what it was made from.
 - :func:`task_vectors` — unit vectors of many traces' task texts, centred on their own mean
   (order-free: the mean of a set), which is what separates tasks of one domain.
+- :class:`RunFacet` — how a run did its task: the values its tool calls were given (the
+  user id, the reservation, the file: the objects of the task) and its tools in order.
+- :mod:`._novelty` — the task novelty: the similarity of two traces by these facets, and the
+  calibrated novelty a Scorer reports from it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,23 @@ import numpy.typing as npt
 
 from .._schema import ReasoningTrace
 
-__all__ = ["TASK_CHARS", "TaskText", "centred_rows", "task_text", "task_vectors"]
+__all__ = [
+    "ENTITY_WEIGHT",
+    "NOVELTY_SCALE",
+    "REPEAT_SIMILARITY",
+    "SAME_TASK_SIMILARITY",
+    "TASK_CHARS",
+    "TASK_NOVELTY",
+    "RunFacet",
+    "TaskText",
+    "centred_rows",
+    "entity_similarity",
+    "novelty_of_similarity",
+    "run_facet",
+    "task_similarity",
+    "task_text",
+    "task_vectors",
+]
 
 #: Characters of the task text embedded: about one 256-token MiniLM window of English.
 TASK_CHARS = 1_000
@@ -34,8 +54,10 @@ TASK_CHARS = 1_000
 
 @dataclass(frozen=True)
 class TaskText:
-    """A trace's task text and its source: ``objective+user`` (the objective and the user's
-    turns) or ``objective`` (no turn marked as the user's)."""
+    """A trace's task text and what it was made from: ``objective+user`` (the objective and
+    the user's turns), ``objective`` (no turn marked as the user's), ``user`` (no objective:
+    the user's turns), ``first_step`` (neither: the first step with words) or ``none`` (no
+    words at all: the empty text, which every such trace shares)."""
 
     text: str
     source: str
@@ -43,14 +65,71 @@ class TaskText:
 
 def task_text(trace: ReasoningTrace) -> TaskText:
     """The objective, then each turn the importer marked as the user's, cut to
-    :data:`TASK_CHARS` characters."""
+    :data:`TASK_CHARS` characters (an objective of a megabyte is cut, not refused).
+
+    Without an objective (blank), the user's turns stand alone; without those, the first
+    step that has words."""
     turns = [
         step.content
         for step in trace.steps
         if step.content and getattr(step, "source", None) == "user"
     ]
-    text = "\n".join([trace.task.objective, *turns])[:TASK_CHARS]
-    return TaskText(text, "objective+user" if turns else "objective")
+    objective = trace.task.objective[: TASK_CHARS + 1]
+    if objective.strip():
+        text = "\n".join([objective, *turns])[:TASK_CHARS]
+        return TaskText(text, "objective+user" if turns else "objective")
+    if turns:
+        return TaskText("\n".join(turns)[:TASK_CHARS], "user")
+    for step in trace.steps:
+        if step.content and step.content.strip():
+            return TaskText(step.content[:TASK_CHARS], "first_step")
+    return TaskText("", "none")
+
+
+#: The most values a run facet keeps, and the longest value (characters): enough for the
+#: objects of a task, bounded for a run of 10^4 tool calls.
+MAX_ENTITIES = 256
+MAX_ENTITY_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacet:
+    """How a run did its task: ``entities``, the values its tool calls were given (case
+    folded, each scalar once: ``mia_li_3668``, ``hat136``), and ``tools``, the tools it
+    called in order. Two attempts at one task name the same objects; the tools say whether
+    it was done the same way."""
+
+    entities: frozenset[str]
+    tools: tuple[str, ...]
+
+
+def _scalars(value: Any) -> Any:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _scalars(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _scalars(item)
+    elif value is not None and not isinstance(value, bool):
+        text = str(value).strip().casefold()
+        if text:
+            yield text[:MAX_ENTITY_CHARS]
+
+
+def run_facet(trace: ReasoningTrace) -> RunFacet:
+    """The :class:`RunFacet` of ``trace`` (tool calls are the steps with a tool and input)."""
+    entities: set[str] = set()
+    tools: list[str] = []
+    for step in trace.steps:
+        if step.tool is None or step.type == "observation":
+            continue
+        tools.append(step.tool.name)
+        if step.input and len(entities) < MAX_ENTITIES:
+            for value in _scalars(step.input):
+                entities.add(value)
+                if len(entities) >= MAX_ENTITIES:
+                    break
+    return RunFacet(frozenset(entities), tuple(tools))
 
 
 def centred_rows(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
@@ -76,3 +155,15 @@ def task_vectors(
     if not rows:
         return np.zeros((0, int(embedder.dimensions)), dtype=np.float32)
     return centred_rows(np.concatenate(rows))
+
+
+from ._novelty import (  # noqa: E402  (below the facets it is computed from)
+    ENTITY_WEIGHT,
+    NOVELTY_SCALE,
+    REPEAT_SIMILARITY,
+    SAME_TASK_SIMILARITY,
+    TASK_NOVELTY,
+    entity_similarity,
+    novelty_of_similarity,
+    task_similarity,
+)
