@@ -682,6 +682,7 @@ SECTIONS = (
     "speed",
     "agent",
     "compare",
+    "novelty",
     "embedder",
     "bulk",
     "windowing",
@@ -731,6 +732,10 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         from ._compare import bench_compare
 
         bench_compare(args.quick, args.tau_bench)
+    if "novelty" not in skip:
+        from ._novelty import bench_novelty
+
+        bench_novelty(args.quick, args.tau_bench)
     if "embedder" not in skip:
         bench_embedder(args.quick)
     if "bulk" not in skip:
