@@ -203,6 +203,33 @@ def test_flipped_criteria_carry_reason_and_steps() -> None:
     assert "confirmed_before_write: regressed (passed on A, failed on B)" in text
 
 
+def test_the_steps_of_a_flip_are_those_its_verdicts_name() -> None:
+    # A check of one's own (a judged criterion alike) that names its steps in a Verdict: the
+    # flip shows them, without running the check again.
+    from knowledgepulse.rubrics import Case, Criterion, Rubric, Verdict
+
+    runs: list[str] = []
+
+    def no_other_seat(case: Case) -> Verdict:
+        assert case.trace is not None
+        runs.append(case.trace.id)
+        booked = [s.step_id for s in case.trace.steps if (s.input or {}).get("seat") == "14C"]
+        return Verdict(passed=not booked, reasoning="seat 14C booked", samples=0, steps=booked)
+
+    def plain(case: Case) -> bool:
+        return case.trace is not None and case.trace.id == "kp:trace:a"
+
+    rubric = Rubric(
+        "seats", [Criterion("no_14c", 0.5, no_other_seat), Criterion("plain", 0.5, plain)]
+    )
+    c = compare_traces(BEFORE, AFTER, rubric=rubric)
+    assert [(f.name, f.direction, f.steps_a, f.steps_b) for f in c.flipped] == [
+        ("no_14c", "regressed", [], [3]),
+        ("plain", "regressed", [], []),
+    ]
+    assert runs == ["kp:trace:a", "kp:trace:b"]
+
+
 def test_an_unknown_rubric_is_refused() -> None:
     with pytest.raises(RubricLoadError):
         compare_traces(BEFORE, AFTER, rubric="no_such_rubric")
