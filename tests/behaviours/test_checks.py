@@ -143,8 +143,7 @@ def test_expected_actions_need_the_expected_outputs_told() -> None:
     # The message that told it is the step the verdict is about.
     assert expected_actions_match(told) == Finding(
         True,
-        "no state-changing call expected and none made; the 1 expected outputs were told "
-        "(step 1)",
+        "no state-changing call expected and none made; the 1 expected outputs were told (step 1)",
         (1,),
     )
     assert expected_outputs(told) == ["23553"]
@@ -199,9 +198,7 @@ def test_keys_inside_an_argument_the_expected_call_does_not_give_are_not_compare
         False, "step 0 update differs from the expected call in cabin", (0,)
     )
     # A list of another length differs whatever its items.
-    longer = trace(
-        call("update", id="R1", flights=flights * 2), result("{}"), ground_truth=truth
-    )
+    longer = trace(call("update", id="R1", flights=flights * 2), result("{}"), ground_truth=truth)
     assert expected_actions_match(longer).passed is False
 
 

@@ -398,31 +398,7 @@ def expected_actions_match(
         for call in tool_calls(trace)
         if not call.failed and not is_read_only(call.name, read_only)
     ]
-    missing = Counter(action.signature for action in wanted)
-    extra: list[ToolCall] = []
-    for call in made:
-        if missing[call.signature] > 0:
-            missing[call.signature] -= 1
-        else:
-            extra.append(call)
-    left: list[ExpectedAction] = []
-    for action in wanted:
-        if missing[action.signature] > 0:
-            missing[action.signature] -= 1
-            left.append(action)
-    # Then the calls whose arguments cover an expected call's (extra keys inside items).
-    for call in list(extra):
-        twin = next(
-            (
-                action
-                for action in left
-                if action.name == call.name and _covers(call.arguments, action.arguments)
-            ),
-            None,
-        )
-        if twin is not None:
-            left.remove(twin)
-            extra.remove(call)
+    extra, left = _unmatched(made, wanted)
     outputs = expected_outputs(trace)
     untold, told_steps = _told(trace, outputs)
     made_steps = tuple(call.step_id for call in made)
@@ -457,6 +433,38 @@ def expected_actions_match(
     for output in untold:
         parts.append(f"expected output {output[:40]!r} was never told to the user")
     return Finding(False, "; ".join(parts), tuple(call.step_id for call in extra))
+
+
+def _unmatched(
+    made: list[ToolCall], wanted: list[ExpectedAction]
+) -> tuple[list[ToolCall], list[ExpectedAction]]:
+    """The calls made that match no expected call, and the expected calls none matched: equal
+    arguments first (as multisets), then arguments that cover the expected ones."""
+    missing = Counter(action.signature for action in wanted)
+    extra: list[ToolCall] = []
+    for call in made:
+        if missing[call.signature] > 0:
+            missing[call.signature] -= 1
+        else:
+            extra.append(call)
+    left: list[ExpectedAction] = []
+    for action in wanted:
+        if missing[action.signature] > 0:
+            missing[action.signature] -= 1
+            left.append(action)
+    for call in list(extra):
+        twin = next(
+            (
+                action
+                for action in left
+                if action.name == call.name and _covers(call.arguments, action.arguments)
+            ),
+            None,
+        )
+        if twin is not None:
+            left.remove(twin)
+            extra.remove(call)
+    return extra, left
 
 
 def _covers(made: Any, expected: Any, *, inside: bool = False) -> bool:
