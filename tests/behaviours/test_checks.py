@@ -140,14 +140,66 @@ def test_expected_actions_need_the_expected_outputs_told() -> None:
     told = trace(
         call("calculate", expression="1+1"), say("The total is $23,553."), ground_truth=truth
     )
+    # The message that told it is the step the verdict is about.
     assert expected_actions_match(told) == Finding(
-        True, "no state-changing call expected and none made; the 1 expected outputs were told"
+        True,
+        "no state-changing call expected and none made; the 1 expected outputs were told (step 1)",
+        (1,),
     )
     assert expected_outputs(told) == ["23553"]
     untold = expected_actions_match(trace(say("The total is large."), ground_truth=truth))
     assert untold == Finding(False, "expected output '23553' was never told to the user")
     tau2 = {"evaluation_criteria": {"actions": [], "communicate_info": ["R1 refunded"]}}
     assert expected_actions_match(trace(say("r1 refunded."), ground_truth=tau2)).passed is True
+
+
+def test_expected_outputs_name_the_steps_that_told_them_besides_the_writes() -> None:
+    truth = {"task": {**BOOKING["task"], "outputs": ["HAT1", "250"]}}
+    made = trace(
+        say("Flight HAT1 it is."),
+        call("book", flight="HAT1", amount=250),
+        result("booked"),
+        say("Booked HAT1 for $250."),
+        ground_truth=truth,
+    )
+    assert expected_actions_match(made) == Finding(
+        True,
+        "the 1 expected state-changing calls were made (step 1); the 2 expected outputs "
+        "were told (steps 0, 3)",
+        (0, 1, 3),
+    )
+
+
+def test_keys_inside_an_argument_the_expected_call_does_not_give_are_not_compared() -> None:
+    # tau-bench task 5 trial 1 (reward 1): each flight carries origin and destination, which
+    # update_reservation_flights does not read (it takes flight_number and date and looks up
+    # the rest); the ground truth gives neither, and the database ends the same.
+    flights = [{"flight_number": "HAT056", "date": "2024-05-25"}]
+    truth = {"task": {"actions": [{"name": "update", "kwargs": {"id": "R1", "flights": flights}}]}}
+    routed = [{"origin": "EWR", "destination": "IAH", **flights[0]}]
+    made = trace(call("update", id="R1", flights=routed), result("{}"), ground_truth=truth)
+    assert expected_actions_match(made) == Finding(
+        True, "the 1 expected state-changing calls were made (step 0)", (0,)
+    )
+    # An expected key left out or given another value inside an item still differs.
+    for item in ({"flight_number": "HAT056"}, {**routed[0], "date": "2024-05-26"}):
+        other = trace(call("update", id="R1", flights=[item]), result("{}"), ground_truth=truth)
+        assert expected_actions_match(other) == Finding(
+            False, "step 0 update differs from the expected call in flights", (0,)
+        )
+    # At the top level an argument the expected call does not give is another call: the
+    # arguments are the tool's parameters, and one more may change what it does.
+    extra = trace(
+        call("update", id="R1", flights=flights, cabin="economy"),
+        result("{}"),
+        ground_truth=truth,
+    )
+    assert expected_actions_match(extra) == Finding(
+        False, "step 0 update differs from the expected call in cabin", (0,)
+    )
+    # A list of another length differs whatever its items.
+    longer = trace(call("update", id="R1", flights=flights * 2), result("{}"), ground_truth=truth)
+    assert expected_actions_match(longer).passed is False
 
 
 def test_expected_actions_undetermined_without_ground_truth() -> None:

@@ -59,6 +59,11 @@ def test_identical_and_missing_and_empty(
     code, out, _ = kp(capsys, "diff", one, one)
     assert code == 0
     assert "Identical: the two traces are exact copies (the same copy digest)." in out
+    # A copy stored under another id, in another file, is the same run.
+    copy = write_jsonl(tmp_path / "copy.jsonl", [make_trace(trace_id="kp:trace:copy")])
+    code, out, _ = kp(capsys, "diff", one, copy, "--no-rubric")
+    assert code == 0
+    assert "Identical: the two traces are exact copies (the same copy digest)." in out
     code, _, err = kp(capsys, "diff", one, one, "--id", "kp:trace:nope")
     assert code == 2
     assert err == f"kp: error: {one}: no trace with id 'kp:trace:nope' (read 1 traces)\n"

@@ -157,6 +157,10 @@ def test_traces_without_tool_calls_are_aligned_by_messages_and_say_so() -> None:
         "A (kp:trace:a) made no tool call: aligned by its messages only",
         "B (kp:trace:b) made no tool call: aligned by its messages only",
     ]
+    # The agent rubric reads them too: nothing to flip between two greetings.
+    graded = compare_traces(a, b, rubric=True)
+    assert (graded.rubric, graded.flipped, graded.notes) == ("agent", [], c.notes)
+    assert "No criterion of the agent rubric flipped." in graded.render()
 
 
 def test_a_run_that_stops_early_parts_where_it_ended() -> None:
@@ -199,6 +203,33 @@ def test_flipped_criteria_carry_reason_and_steps() -> None:
     assert "confirmed_before_write: regressed (passed on A, failed on B)" in text
 
 
+def test_the_steps_of_a_flip_are_those_its_verdicts_name() -> None:
+    # A check of one's own (a judged criterion alike) that names its steps in a Verdict: the
+    # flip shows them, without running the check again.
+    from knowledgepulse.rubrics import Case, Criterion, Rubric, Verdict
+
+    runs: list[str] = []
+
+    def no_other_seat(case: Case) -> Verdict:
+        assert case.trace is not None
+        runs.append(case.trace.id)
+        booked = [s.step_id for s in case.trace.steps if (s.input or {}).get("seat") == "14C"]
+        return Verdict(passed=not booked, reasoning="seat 14C booked", samples=0, steps=booked)
+
+    def plain(case: Case) -> bool:
+        return case.trace is not None and case.trace.id == "kp:trace:a"
+
+    rubric = Rubric(
+        "seats", [Criterion("no_14c", 0.5, no_other_seat), Criterion("plain", 0.5, plain)]
+    )
+    c = compare_traces(BEFORE, AFTER, rubric=rubric)
+    assert [(f.name, f.direction, f.steps_a, f.steps_b) for f in c.flipped] == [
+        ("no_14c", "regressed", [], [3]),
+        ("plain", "regressed", [], []),
+    ]
+    assert runs == ["kp:trace:a", "kp:trace:b"]
+
+
 def test_an_unknown_rubric_is_refused() -> None:
     with pytest.raises(RubricLoadError):
         compare_traces(BEFORE, AFTER, rubric="no_such_rubric")
@@ -225,10 +256,35 @@ def test_tau_bench_pairs_part_and_mixed_pairs_flip() -> None:
                 mixed += 1
                 flipped_with_steps += any(f.steps_a or f.steps_b for f in c.flipped)
     assert parted == 60
-    # 15 pairs where one attempt passed and one failed; in 14 a criterion of the agent rubric
-    # flipped naming its steps. Task 5's trial 0 (failed) and 1 (passed) get the same verdicts:
-    # the agent rubric does not see what the reward saw there.
-    assert (mixed, flipped_with_steps) == (15, 14)
+    # 15 pairs where one attempt passed and one failed; in each a criterion of the agent
+    # rubric flipped naming its steps.
+    assert (mixed, flipped_with_steps) == (15, 15)
+
+
+def test_the_tau_bench_pairs_that_once_showed_no_flip_with_a_step() -> None:
+    from knowledgepulse.importers import ImportOptions, read_traces_from_paths
+
+    conversions = read_traces_from_paths([str(TAU_BENCH)], "openai", ImportOptions())
+    runs = {
+        t.id.removeprefix("kp:trace:openai:tau-bench:"): t for c in conversions for t in c.traces
+    }
+    # Task 5: trial 1 (reward 1) made the three expected writes, its flights carrying origin
+    # and destination the ground truth leaves out; trial 0 (reward 0) made one of them.
+    c = compare_traces(runs["task-5:trial-0"], runs["task-5:trial-1"], rubric=True)
+    assert [(f.name, f.direction, f.steps_a, f.steps_b) for f in c.flipped] == [
+        ("expected_actions", "improved", [], [16, 18, 20])
+    ]
+    assert c.flipped[0].reason_b == (
+        "the 3 expected state-changing calls were made (steps 16, 18, 20)"
+    )
+    # Task 44: only trial 2 (reward 1) told the user the expected "4", at step 6.
+    c = compare_traces(runs["task-44:trial-1"], runs["task-44:trial-2"], rubric=True)
+    assert [(f.name, f.direction, f.steps_a, f.steps_b) for f in c.flipped] == [
+        ("expected_actions", "improved", [], [6])
+    ]
+    assert c.flipped[0].reason_a == "expected output '4' was never told to the user"
+    assert c.flipped[0].reason_b.endswith("the 1 expected outputs were told (step 6)")
+    assert c.parting is not None and (c.parting.step_a, c.parting.step_b) == (0, 0)
 
 
 def test_both_results_validate_against_the_diff_schema() -> None:

@@ -376,9 +376,17 @@ def expected_actions_match(
     undetermined without expected actions in ``metadata.ground_truth``.
 
     Calls to tools matching ``read_only_tools`` are left out on both sides, and so are calls
-    whose observation was an error (a refused write changed nothing). An expected output
-    (tau-bench's ``outputs``, tau2's ``communicate_info``) is told when an agent message
+    whose observation was an error (a refused write changed nothing). A call matches an
+    expected one when its arguments are equal, or give the same arguments with objects inside
+    them (a list's items) carrying keys the expected call leaves out: tau-bench's tools read the
+    fields they need from such items (``update_reservation_flights`` takes each flight's
+    number and date and looks up the rest), so the ground truth gives only those. An expected
+    output (tau-bench's ``outputs``, tau2's ``communicate_info``) is told when an agent message
     contains it, compared as tau-bench does: ignoring case and commas ("23,553" tells 23553).
+
+    A pass names the writes and the messages that told the outputs; a failure names the calls
+    that were not expected or differ (an expected call not made, or an output never told, is
+    a step that does not exist).
     """
     expected = expected_actions(trace)
     if expected is None:
@@ -390,20 +398,9 @@ def expected_actions_match(
         for call in tool_calls(trace)
         if not call.failed and not is_read_only(call.name, read_only)
     ]
-    missing = Counter(action.signature for action in wanted)
-    extra: list[ToolCall] = []
-    for call in made:
-        if missing[call.signature] > 0:
-            missing[call.signature] -= 1
-        else:
-            extra.append(call)
-    left: list[ExpectedAction] = []
-    for action in wanted:
-        if missing[action.signature] > 0:
-            missing[action.signature] -= 1
-            left.append(action)
+    extra, left = _unmatched(made, wanted)
     outputs = expected_outputs(trace)
-    untold = _untold(trace, outputs)
+    untold, told_steps = _told(trace, outputs)
     made_steps = tuple(call.step_id for call in made)
     if not extra and not left and not untold:
         if not wanted:
@@ -415,7 +412,9 @@ def expected_actions_match(
             )
         if outputs:
             reason += f"; the {len(outputs)} expected outputs were told"
-        return Finding(True, reason, made_steps)
+            if told_steps:
+                reason += f" ({steps_text(told_steps)})"
+        return Finding(True, reason, tuple(sorted({*made_steps, *told_steps})))
     parts: list[str] = []
     for call in extra:
         twin = next((action for action in left if action.name == call.name), None)
@@ -436,16 +435,78 @@ def expected_actions_match(
     return Finding(False, "; ".join(parts), tuple(call.step_id for call in extra))
 
 
-def _told(text: str) -> str:
+def _unmatched(
+    made: list[ToolCall], wanted: list[ExpectedAction]
+) -> tuple[list[ToolCall], list[ExpectedAction]]:
+    """The calls made that match no expected call, and the expected calls none matched: equal
+    arguments first (as multisets), then arguments that cover the expected ones."""
+    missing = Counter(action.signature for action in wanted)
+    extra: list[ToolCall] = []
+    for call in made:
+        if missing[call.signature] > 0:
+            missing[call.signature] -= 1
+        else:
+            extra.append(call)
+    left: list[ExpectedAction] = []
+    for action in wanted:
+        if missing[action.signature] > 0:
+            missing[action.signature] -= 1
+            left.append(action)
+    for call in list(extra):
+        twin = next(
+            (
+                action
+                for action in left
+                if action.name == call.name and _covers(call.arguments, action.arguments)
+            ),
+            None,
+        )
+        if twin is not None:
+            left.remove(twin)
+            extra.remove(call)
+    return extra, left
+
+
+def _covers(made: Any, expected: Any, *, inside: bool = False) -> bool:
+    """Whether a call's arguments match the expected ones: equal, except that an object inside
+    them may carry keys the expected one leaves out. At the top level the keys must be the
+    same: they are the tool's parameters, and one more may change what the call does."""
+    if isinstance(made, Mapping) and isinstance(expected, Mapping):
+        if not (made.keys() >= expected.keys() if inside else made.keys() == expected.keys()):
+            return False
+        return all(_covers(made[key], expected[key], inside=True) for key in expected)
+    if isinstance(made, list) and isinstance(expected, list):
+        return len(made) == len(expected) and all(
+            _covers(x, y, inside=True) for x, y in zip(made, expected)
+        )
+    return canonical_arguments(made) == canonical_arguments(expected)
+
+
+def _said(text: str) -> str:
     return text.lower().replace(",", "")
 
 
-def _untold(trace: ReasoningTrace, outputs: list[str]) -> list[str]:
+def _told(trace: ReasoningTrace, outputs: list[str]) -> tuple[list[str], list[int]]:
+    """The outputs no agent message (nor the result summary) told, and the first message
+    that told each of the others (none when only the summary did)."""
     if not outputs:
-        return []
-    said = [_told(step.content or "") for step in trace.steps if step.type != "observation"]
-    said.append(_told(trace.outcome.result_summary))
-    return [output for output in outputs if not any(_told(output) in text for text in said)]
+        return [], []
+    said = [
+        (step.step_id, _said(step.content or ""))
+        for step in trace.steps
+        if step.type != "observation"
+    ]
+    summary = _said(trace.outcome.result_summary)
+    untold: list[str] = []
+    steps: list[int] = []
+    for output in outputs:
+        wanted = _said(output)
+        step = next((step_id for step_id, text in said if wanted in text), None)
+        if step is not None:
+            steps.append(step)
+        elif wanted not in summary:
+            untold.append(output)
+    return untold, sorted(set(steps))
 
 
 def _differing_keys(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:

@@ -386,21 +386,17 @@ def _reason(result: EvaluationResult, name: str) -> str:
     return "passed" if passed else "failed" if passed is False else "undetermined"
 
 
-def _finding_steps(check: Any, trace: ReasoningTrace) -> list[int]:
-    """The steps a behaviour check's finding names; none for another kind of check."""
-    from ..behaviours import BehaviourCheck
-
-    if isinstance(check, BehaviourCheck):
-        return list(check.find(trace).steps)
-    return []
+def _verdict_steps(result: EvaluationResult, name: str) -> list[int]:
+    """The steps the criterion's verdict names (a behaviour check's finding, a judge's
+    answer); none for a check that answered a plain yes or no."""
+    # Read from the evaluation rather than by running the check again: on two 500-step
+    # traces a second run of each flipped behaviour check cost as much as the evaluation.
+    verdict = result.verdicts.get(name)
+    return list(verdict.steps) if verdict is not None else []
 
 
 def _flips(
-    rubric: Rubric,
-    a: ReasoningTrace,
-    b: ReasoningTrace,
-    result_a: EvaluationResult,
-    result_b: EvaluationResult,
+    rubric: Rubric, result_a: EvaluationResult, result_b: EvaluationResult
 ) -> list[CriterionFlip]:
     flips = []
     for criterion in rubric.criteria:
@@ -424,8 +420,8 @@ def _flips(
                 direction=direction,
                 reason_a=_reason(result_a, criterion.name),
                 reason_b=_reason(result_b, criterion.name),
-                steps_a=_finding_steps(criterion.check, a),
-                steps_b=_finding_steps(criterion.check, b),
+                steps_a=_verdict_steps(result_a, criterion.name),
+                steps_b=_verdict_steps(result_b, criterion.name),
             )
         )
     # Regressions first: they are what a reader of a diff looks for.
@@ -456,7 +452,8 @@ def compare_traces(
         rubric: evaluate both with this rubric (a :class:`~knowledgepulse.rubrics.Rubric`, a
             name or import path as ``kp eval --rubric`` takes, ``True`` for the built-in
             ``agent`` rubric) and list the criteria whose verdict flipped, each with its reason
-            and, for behaviour checks, the steps it is about. ``None``: no rubric.
+            and the steps its verdict names (a behaviour check's finding, a judge's steps).
+            ``None``: no rubric.
 
     Returns:
         A :class:`TraceComparison`.
@@ -497,7 +494,7 @@ def compare_traces(
 
         result_a = chosen.evaluate(Case(trace=a, case_id=a.id))
         result_b = chosen.evaluate(Case(trace=b, case_id=b.id))
-        flipped = _flips(chosen, a, b, result_a, result_b)
+        flipped = _flips(chosen, result_a, result_b)
     side_a, side_b = _side(a, result_a), _side(b, result_b)
     notes = []
     for name, side in (("A", side_a), ("B", side_b)):
