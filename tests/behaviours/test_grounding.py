@@ -175,7 +175,7 @@ def test_a_guessed_write_argument_fails() -> None:
 
 def test_the_three_are_in_the_agent_rubric_reported_not_scored() -> None:
     rubric = agent_rubric()
-    assert {name: rubric.weights[name] for name in list(rubric.weights)[-4:]} == {
+    assert {name: rubric.weights[name] for name in list(rubric.weights)[-7:-3]} == {
         "identified_before_write": 0.0,
         "grounded_answer": 0.0,
         "grounded_arguments": 0.0,
@@ -212,4 +212,10 @@ def test_a_run_of_ten_thousand_steps_is_graded_in_linear_time() -> None:
     assert len(run.steps) == 10_000
     # Each message states its own "1NNNN dollars", given by no one before: the first at step 0.
     assert evaluated.verdicts["grounded_statements"].steps[:2] == [0, 4]
-    assert evaluated.first_failing_criterion == "within_budget"  # scored criteria name it
+    # A figure stated from nowhere (evidence) is looked at before the budget running out (a
+    # symptom, however scored).
+    assert evaluated.details["within_budget"] is False
+    assert (evaluated.first_failing_criterion, evaluated.first_failing_step) == (
+        "grounded_statements",
+        0,
+    )
