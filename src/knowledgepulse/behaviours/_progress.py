@@ -42,6 +42,7 @@ DEFAULT_STALL_PATTERN = (
 #: A message that only ends the conversation (AG2's ``TERMINATE``): not an answer.
 DEFAULT_TERMINATION_PATTERN = r"^\W*(terminate|exit|done)\W*$"
 
+_LEDGER = re.compile(r'"(\w+)"\s*:\s*\{[^{}]*?"answer"\s*:\s*(\w+)')
 # Magentic-One and GAIA-style runs write their answer on a line of its own.
 _FINAL_ANSWER = re.compile(r"final answer\s*:\s*(?P<answer>.+)", re.IGNORECASE)
 
@@ -112,7 +113,8 @@ def stalls(trace: ReasoningTrace, *, stall_pattern: str = DEFAULT_STALL_PATTERN)
         if match is None:
             continue
         judged = _judged_before(steps, index)
-        said = " ".join(match.group(0).split())[:60]
+        # A ledger entry is shown as its field and answer: is_in_loop: true.
+        said = " ".join(_LEDGER.sub(r"\1: \2", match.group(0)).split())[:60]
         found.append(Stall(step.step_id, judged if judged is not None else step.step_id, said))
     return found
 
