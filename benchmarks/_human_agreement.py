@@ -283,7 +283,7 @@ def _most(named: Counter[str], shown: int = 3) -> str:
     common = named.most_common()
     text = ", ".join(f"{name} {count}" for name, count in common[:shown])
     rest = sum(count for _, count in common[shown:])
-    return f"{text}, {rest} others" if rest else text
+    return f"{text}, {rest} more" if rest else text
 
 
 def print_agent_confusion(card: Card) -> None:

@@ -13,9 +13,11 @@ from knowledgepulse.behaviours import (
     behaviour_criterion,
     grounded_answer,
     grounded_arguments,
+    grounded_statements,
     identified_before_write,
     ungrounded_answer_values,
     ungrounded_arguments,
+    ungrounded_statements,
     unidentified_writes,
 )
 from knowledgepulse.rubrics import Case, RubricLoadError
@@ -219,3 +221,18 @@ def test_a_run_of_ten_thousand_steps_is_graded_in_linear_time() -> None:
         "grounded_statements",
         0,
     )
+
+
+def test_a_source_location_in_a_log_line_is_no_figure_stated() -> None:
+    # Who&When Hand-Crafted runs: a Python warning printed into the orchestrator's plan
+    # (".../agents/orchestrator.py:216: UserWarning ...") made "216" a figure from nowhere,
+    # and the plan the first failing step of every Magentic-One run.
+    warned = trace(
+        say(
+            "Plan: search the web.\n/usr/lib/python3.11/site-packages/magentic/orchestrator.py:216:"
+            " UserWarning: model mismatch (app/main.ts:12:5)"
+        )
+    )
+    assert grounded_statements(warned).passed is True
+    stated = trace(say("orchestrator.py:216 says the total is 7340"))
+    assert [value.value for value in ungrounded_statements(stated)] == ["7340"]
