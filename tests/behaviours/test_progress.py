@@ -200,3 +200,15 @@ def test_the_first_failing_step_looks_at_causes_then_evidence_then_symptoms() ->
         ],
     )
     assert rubric.evaluate(Case(trace=trace(say("a")))).first_failing_step == 5
+
+
+def test_an_expected_answer_that_is_not_text_leaves_the_criterion_undetermined() -> None:
+    listed = trace(say("a, b"), ground_truth={"answer": ["a", "b"]})
+    assert expected_answer_given(listed) == Finding(
+        None, "metadata.ground_truth.answer is list, not a text or a number to compare"
+    )
+    flagged = trace(say("yes"), ground_truth={"answer": True})
+    assert expected_answer_given(flagged).reason == (
+        "metadata.ground_truth.answer is true or false, not a text or a number to compare"
+    )
+    assert expected_answer_given(trace(say("x"), ground_truth={"answer": "  "})).passed is None

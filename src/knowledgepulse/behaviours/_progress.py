@@ -177,12 +177,20 @@ def given_answer(
     return "", None
 
 
-def _expected(trace: ReasoningTrace) -> str | None:
+def _expected(trace: ReasoningTrace) -> str | Finding:
+    """The expected answer as text, or the undetermined finding saying why there is none."""
     truth = _extra(trace.metadata, "ground_truth")
     value: Any = truth.get("answer") if isinstance(truth, Mapping) else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if value is None or isinstance(value, str):
+        return Finding(None, "the trace has no expected answer in metadata.ground_truth.answer")
+    kind = "true or false" if isinstance(value, bool) else type(value).__name__
+    return Finding(
+        None, f"metadata.ground_truth.answer is {kind}, not a text or a number to compare"
+    )
 
 
 def _plain(text: str) -> str:
@@ -219,8 +227,8 @@ def expected_answer_given(
     the run followed to it (the first agent step), where a run with no earlier failure found
     went wrong. Undetermined without an expected answer."""
     expected = _expected(trace)
-    if expected is None:
-        return Finding(None, "the trace has no expected answer in metadata.ground_truth.answer")
+    if isinstance(expected, Finding):
+        return expected
     answer, step = given_answer(trace, termination_pattern=termination_pattern)
     at = f" (step {step})" if step is not None else ""
     if answer and answer_matches(answer, expected):
