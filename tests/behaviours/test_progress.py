@@ -212,3 +212,29 @@ def test_an_expected_answer_that_is_not_text_leaves_the_criterion_undetermined()
         "metadata.ground_truth.answer is true or false, not a text or a number to compare"
     )
     assert expected_answer_given(trace(say("x"), ground_truth={"answer": "  "})).passed is None
+
+
+def test_ten_thousand_steps_of_one_agent_reporting_stalls_are_read_in_linear_time() -> None:
+    # Bad input of issue 35: every message a stall report by the same agent, every second
+    # observation failed; each check is one pass.
+    import time
+
+    steps = []
+    for i in range(2500):
+        steps += [
+            {"type": "thought", "content": f"We are stuck again ({i})", "agent": "Planner"},
+            {"type": "thought", "content": "run it", "agent": "Coder"},
+            result("exitcode: 1", error=True),
+            {"type": "thought", "content": "not making progress", "agent": "Planner"},
+        ]
+    run = trace(*steps)
+    started = time.perf_counter()
+    found = stalls(run)
+    failed = failed_calls(run)
+    assert time.perf_counter() - started < 5  # about 0.05 s
+    assert len(run.steps) == 10_000 and len(found) == 5000 and len(failed) == 2500
+    # The first report has nothing before it to judge; each later one judges Coder's step.
+    assert found[0] == Stall(0, 0, "We are stuck")
+    assert found[1] == Stall(3, 1, "not making progress")
+    assert found[2] == Stall(4, 1, "We are stuck")
+    assert failed[:2] == [(1, 2), (5, 6)]

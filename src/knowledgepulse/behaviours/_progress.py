@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._schema import ReasoningTrace, Step
-from ._checks import Finding, _agent_before
+from ._checks import Finding
 from ._facts import _extra, failed_observations, is_user_turn
 
 __all__ = [
@@ -58,12 +58,17 @@ def _agent(step: Step) -> str | None:
 def failed_calls(trace: ReasoningTrace) -> list[tuple[int | None, int]]:
     """Each failed observation with the agent step it followed from (the call it answered, or in
     a log of messages the agent step just before it, whose code ran): ``(cause, observation)``
-    step ids in order, ``cause`` ``None`` when no agent step came before."""
-    position = {step.step_id: index for index, step in enumerate(trace.steps)}
-    return [
-        (_agent_before(trace, position[step.step_id]), step.step_id)
-        for step in failed_observations(trace)
-    ]
+    step ids in order, ``cause`` ``None`` when no agent step came before. One pass: a run of
+    10^4 steps is read in linear time."""
+    failed = {step.step_id for step in failed_observations(trace)}
+    found: list[tuple[int | None, int]] = []
+    last_agent_step: int | None = None
+    for step in trace.steps:
+        if step.type != "observation":
+            last_agent_step = step.step_id
+        elif step.step_id in failed:
+            found.append((last_agent_step, step.step_id))
+    return found
 
 
 def no_failed_calls(trace: ReasoningTrace) -> Finding:
@@ -102,34 +107,34 @@ class Stall:
 
 def stalls(trace: ReasoningTrace, *, stall_pattern: str = DEFAULT_STALL_PATTERN) -> list[Stall]:
     """The agent messages (thoughts) reporting that the run stopped making progress
-    (``stall_pattern``), each with the step it judged, in order."""
+    (``stall_pattern``), each with the step it judged: the latest earlier agent step by another
+    agent (without agent names, the latest earlier agent step). One pass over the steps."""
     pattern = re.compile(stall_pattern, re.IGNORECASE)
-    steps = trace.steps
     found: list[Stall] = []
-    for index, step in enumerate(steps):
-        if step.type != "thought" or not step.content:
-            continue
-        match = pattern.search(step.content)
-        if match is None:
-            continue
-        judged = _judged_before(steps, index)
-        # A ledger entry is shown as its field and answer: is_in_loop: true.
-        said = " ".join(_LEDGER.sub(r"\1: \2", match.group(0)).split())[:60]
-        found.append(Stall(step.step_id, judged if judged is not None else step.step_id, said))
-    return found
-
-
-def _judged_before(steps: list[Step], index: int) -> int | None:
-    """The step a report at ``index`` judges: the latest earlier agent step by another agent;
-    without agent names, the latest earlier agent step."""
-    author = _agent(steps[index])
-    for step in reversed(steps[:index]):
+    # The latest agent step, and the latest one whose agent differs from it (None differs
+    # from every name): enough to find, for any author, the latest step by another agent.
+    last: tuple[int, str | None] | None = None
+    before_last: int | None = None
+    for step in trace.steps:
         if step.type == "observation":
             continue
-        other = _agent(step)
-        if author is None or other is None or other != author:
-            return step.step_id
-    return None
+        match = pattern.search(step.content or "") if step.type == "thought" else None
+        if match is not None:
+            author = _agent(step)
+            if last is None:
+                judged = None
+            elif author is None or last[1] is None or last[1] != author:
+                judged = last[0]
+            else:
+                judged = before_last
+            # A ledger entry is shown as its field and answer: is_in_loop: true.
+            said = " ".join(_LEDGER.sub(r"\1: \2", match.group(0)).split())[:60]
+            found.append(Stall(step.step_id, judged if judged is not None else step.step_id, said))
+        agent = _agent(step)
+        if last is not None and (agent is None or last[1] is None or agent != last[1]):
+            before_last = last[0]
+        last = (step.step_id, agent)
+    return found
 
 
 def made_progress(trace: ReasoningTrace, *, stall_pattern: str = DEFAULT_STALL_PATTERN) -> Finding:
