@@ -168,6 +168,13 @@ def test_no_failed_calls_counts_recovered_failures_and_needs_tool_output() -> No
     assert no_failed_calls(run) == Finding(
         False, "the call at step 1 failed (after step 0)", (0, 1)
     )
+    # Parallel calls: the error answers the first call, named as its cause (not the step
+    # just before the error, the second call).
+    parallel = trace(call("get", id="1"), call("put", id="2"), result("no", error=True), result())
+    assert failed_calls(parallel) == [(0, 2)]
+    # A tool's output saying "FINAL ANSWER:" is no answer of the run's.
+    quoted = trace(call("read"), result("FINAL ANSWER: 7"), say("It is 8."))
+    assert given_answer(quoted) == ("It is 8.", 2)
     assert no_failed_calls(trace(call("get"), result("ok"), user("thanks"))) == Finding(
         True, "none of the 1 tool outputs is an error"
     )

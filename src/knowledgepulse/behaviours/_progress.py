@@ -14,7 +14,7 @@ from typing import Any
 
 from .._schema import ReasoningTrace, Step
 from ._checks import Finding
-from ._facts import _extra, failed_observations, is_user_turn
+from ._facts import _extra, failed_observations, is_user_turn, tool_calls
 
 __all__ = [
     "DEFAULT_STALL_PATTERN",
@@ -61,13 +61,15 @@ def failed_calls(trace: ReasoningTrace) -> list[tuple[int | None, int]]:
     step ids in order, ``cause`` ``None`` when no agent step came before. One pass: a run of
     10^4 steps is read in linear time."""
     failed = {step.step_id for step in failed_observations(trace)}
+    # A tool's answer follows from its call (the right one among parallel calls).
+    called = {call.result_step: call.step_id for call in tool_calls(trace)}
     found: list[tuple[int | None, int]] = []
     last_agent_step: int | None = None
     for step in trace.steps:
         if step.type != "observation":
             last_agent_step = step.step_id
         elif step.step_id in failed:
-            found.append((last_agent_step, step.step_id))
+            found.append((called.get(step.step_id, last_agent_step), step.step_id))
     return found
 
 
@@ -165,12 +167,12 @@ def given_answer(
     else the last agent message that is not only a termination word (``termination_pattern``:
     AG2's ``TERMINATE``). ``("", None)`` when there is none."""
     ending = re.compile(termination_pattern, re.IGNORECASE)
-    steps = [step for step in trace.steps if not is_user_turn(step)]
-    for step in reversed(steps):
+    agents = [step for step in trace.steps if step.type != "observation"]
+    for step in reversed(agents):
         found = list(_FINAL_ANSWER.finditer(step.content or ""))
         if found:
             return found[-1].group("answer").strip(), step.step_id
-    thoughts = [step for step in steps if step.type == "thought"]
+    thoughts = [step for step in agents if step.type == "thought"]
     summary = trace.outcome.result_summary.strip()
     copied = any((step.content or "").strip() == summary for step in thoughts)
     if summary and not copied and not ending.match(summary):
