@@ -245,3 +245,20 @@ def test_ten_thousand_steps_of_one_agent_reporting_stalls_are_read_in_linear_tim
     assert found[1] == Stall(3, 1, "not making progress")
     assert found[2] == Stall(4, 1, "We are stuck")
     assert failed[:2] == [(1, 2), (5, 6)]
+
+
+def test_a_rubric_file_can_say_what_a_criterion_locates() -> None:
+    from knowledgepulse.behaviours import RubricSettingsError, agent_rubric
+
+    rubric = agent_rubric({"criteria": {"within_budget": {"locates": "cause", "max_steps": 1}}})
+    budget = next(c for c in rubric.criteria if c.name == "within_budget")
+    assert budget.locates == "cause"
+    evaluated = rubric.evaluate(Case(trace=trace(say("The total is 57."), say("Done, 57."))))
+    # Now a cause, the budget's step (1) comes before the figure stated from nowhere (0 is
+    # evidence): causes are looked at first.
+    assert (evaluated.first_failing_criterion, evaluated.first_failing_step) == (
+        "within_budget",
+        1,
+    )
+    with pytest.raises(RubricSettingsError, match=r"criteria\.answered\.locates: expected one"):
+        agent_rubric({"criteria": {"answered": {"locates": "blame"}}})

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from .._schema import ReasoningTrace
 from ..io._settings import SettingsFileError, read_settings_file
-from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
+from ..rubrics import LOCATES, Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
 from . import _checks, _grounding, _progress
 from ._checks import (
     DEFAULT_BUDGET_PATTERN,
@@ -124,7 +124,7 @@ class Behaviour:
             if parameter is None:
                 raise RubricSettingsError(
                     f"{where}.{key}: unknown parameter of {self.name!r}"
-                    + _known(str(key), ["weight", *known])
+                    + _known(str(key), ["weight", "locates", *known])
                 )
             values[parameter.name] = parameter.read(value, f"{where}.{key}")
         return values
@@ -532,8 +532,9 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
 
     Keys: ``rubric`` (``"agent"``, when given), ``name``, ``description``, ``normalise``
     (scale the weights to sum to 1), ``gate`` (``false``: no success gate), ``thresholds``
-    (``success``, ``graceful``) and ``criteria``: per criterion its ``weight`` and parameters;
-    a criterion left out keeps its defaults. ``where`` prefixes messages (a file name).
+    (``success``, ``graceful``) and ``criteria``: per criterion its ``weight``, what its failed
+    steps are (``locates``: ``cause``, ``evidence`` or ``symptom``) and parameters; a criterion
+    left out keeps its defaults. ``where`` prefixes messages (a file name).
     Raises :class:`RubricSettingsError` naming a wrong setting.
     """
     prefix = f"{where}: " if where else ""
@@ -584,7 +585,14 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
             or not (math.isfinite(weight) and weight >= 0)
         ):
             raise RubricSettingsError(f"{at}.weight: expected a number >= 0, got {weight!r}")
-        parameters = {key: value for key, value in given.items() if key != "weight"}
+        locates = given.get("locates", behaviour.locates)
+        if locates not in LOCATES:
+            raise RubricSettingsError(
+                f"{at}.locates: expected one of {', '.join(LOCATES)}, got {locates!r}"
+            )
+        parameters = {
+            key: value for key, value in given.items() if key not in ("weight", "locates")
+        }
         values = behaviour.settings(parameters, at)
         check = BehaviourCheck(behaviour, values)
         if behaviour.name in _OUTCOME_CRITERIA:
@@ -595,7 +603,7 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
                 float(weight),
                 BehaviourCheck(behaviour, values),
                 behaviour.description,
-                behaviour.locates,
+                locates,
             )
         )
     try:
