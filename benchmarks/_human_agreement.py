@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,8 @@ class Card:
     not_successful: int = 0
     outcome_agree: int = 0
     outcome_counted: int = 0
+    #: (the people's agent, the agent named or "none") → runs, over the multi-agent runs.
+    agents: Counter[tuple[str, str]] = field(default_factory=Counter)
 
 
 def holdout_dir(given: Path | None = None) -> Path:
@@ -83,15 +86,17 @@ def holdout_dir(given: Path | None = None) -> Path:
 # -- reading the sets --------------------------------------------------------------------------
 
 
-def who_and_when_runs(folder: Path) -> list[LabelledRun]:
+def who_and_when_runs(folder: Path, *, with_answer: bool = True) -> list[LabelledRun]:
     """The Who&When runs under ``folder`` (``Hand-Crafted``, ``Algorithm-Generated``), each
-    converted without its labels (the importer drops them) and without its ``is_correct``."""
+    converted without its labels (the importer drops them) and without its ``is_correct``;
+    without its expected answer (``ground_truth``) too unless ``with_answer``."""
     from knowledgepulse.importers import convert
 
+    hidden = {"is_correct"} if with_answer else {"is_correct", "ground_truth"}
     runs: list[LabelledRun] = []
     for path in sorted(folder.glob("*/*.json"), key=lambda p: (p.parent.name, _number(p))):
         record = json.loads(path.read_text(encoding="utf-8"))
-        seen = {key: value for key, value in record.items() if key != "is_correct"}
+        seen = {key: value for key, value in record.items() if key not in hidden}
         (trace,) = convert("who-and-when", seen)
         message_of = {
             step.step_id: int((step.model_extra or {})["message_index"]) for step in trace.steps
@@ -214,6 +219,7 @@ def human_card(name: str, runs: Sequence[LabelledRun], rubric: Any = None) -> Ca
             card.multi_agent += 1
             named = (result.first_failing_agent or "").lower()
             card.agent_right += named == run.agent.lower()
+            card.agents[(run.agent, result.first_failing_agent or "none")] += 1
     return card
 
 
@@ -241,11 +247,49 @@ def print_card(card: Card) -> None:
     )
     if card.multi_agent:
         print(f"agent of the first failing step: {card.agent_right}/{card.multi_agent}")
+        print_agent_confusion(card)
     print(
         f"outcome (successful_completion vs the labels): {card.outcome_agree}/"
         f"{card.outcome_counted} agree; {card.not_successful}/{card.failed} failed runs "
         "not called successful"
     )
+
+
+def agent_confusion(card: Card, least: int = 3) -> list[tuple[str, int, int, str]]:
+    """Per agent the people blame in at least ``least`` runs (names compared case-blind):
+    (agent, runs, runs naming it, the agents named instead, most often first); the others
+    pooled as ``(other agents)``."""
+    blamed: Counter[str] = Counter()
+    for (agent, _), count in card.agents.items():
+        blamed[agent.lower()] += count
+    rows: dict[str, tuple[str, int, int, Counter[str]]] = {}
+    for (agent, named), count in card.agents.items():
+        key = agent.lower() if blamed[agent.lower()] >= least else "(other agents)"
+        label, runs, right, instead = rows.get(key, (agent, 0, 0, Counter()))
+        if key == "(other agents)":
+            label = key
+        if named.lower() == agent.lower():
+            right += count
+        else:
+            instead["another" if key == "(other agents)" else named] += count
+        rows[key] = (label, runs + count, right, instead)
+    ordered = sorted(rows.values(), key=lambda row: (row[0] == "(other agents)", -row[1], row[0]))
+    return [(label, runs, right, _most(instead)) for label, runs, right, instead in ordered]
+
+
+def _most(named: Counter[str], shown: int = 3) -> str:
+    """``"Orchestrator 12, WebSurfer 2"``: the most named first, at most ``shown``, then how
+    many runs named the rest."""
+    common = named.most_common()
+    text = ", ".join(f"{name} {count}" for name, count in common[:shown])
+    rest = sum(count for _, count in common[shown:])
+    return f"{text}, {rest} more" if rest else text
+
+
+def print_agent_confusion(card: Card) -> None:
+    print(f"{'people blame':<22} {'runs':>5} {'named':>6}  named instead")
+    for label, runs, right, instead in agent_confusion(card):
+        print(f"{label[:22]:<22} {runs:>5} {right:>6}  {instead or '-'}")
 
 
 def _share(part: int, whole: int) -> str:
@@ -266,6 +310,8 @@ def bench_human_agreement(
         runs = who_and_when_runs(where) if name == "who-and-when" else agentrx_runs(where)
         card = human_card(name, runs)
         print_card(card)
+        if name == "who-and-when":
+            _print_without_answer(where)
         if card.multi_agent:
             report(
                 Figure(
@@ -298,3 +344,15 @@ def bench_human_agreement(
                     note=f"{card.step_near}/{card.located} runs",
                 )
             )
+
+
+def _print_without_answer(where: Path) -> None:
+    """The first failing step and agent once the runs' expected answers are hidden too: what
+    the rubric finds in a log that carries no ground truth at all."""
+    blind = human_card("who-and-when", who_and_when_runs(where, with_answer=False))
+    print(
+        f"without the expected answer (ground_truth hidden): first failing step exact "
+        f"{blind.step_exact}/{blind.located}, within {WITHIN} {blind.step_near}/{blind.located}; "
+        f"agent {blind.agent_right}/{blind.multi_agent}; {blind.not_successful}/{blind.failed} "
+        "failed runs not called successful"
+    )

@@ -58,7 +58,18 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
         "grounded_answer",
         "grounded_arguments",
         "grounded_statements",
+        "no_failed_calls",
+        "made_progress",
+        "expected_answer",
     ]
+    assert {name: b.locates for name, b in BEHAVIOURS.items() if b.locates != "cause"} == {
+        "task_completed": "symptom",
+        "answered": "symptom",
+        "within_budget": "symptom",
+        "grounded_answer": "symptom",
+        "grounded_statements": "evidence",
+        "expected_answer": "symptom",
+    }
     for behaviour in BEHAVIOURS.values():
         assert behaviour.why and behaviour.description
         assert all(parameter.why for parameter in behaviour.parameters)
@@ -83,6 +94,9 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "grounded_answer": None,
         "grounded_arguments": None,
         "grounded_statements": True,
+        "no_failed_calls": True,
+        "made_progress": True,
+        "expected_answer": None,
     }
     assert evaluated.undetermined == {
         "task_completed": "the task's expected actions decide the outcome (expected_actions)",
@@ -92,6 +106,7 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "the user",
         "grounded_answer": "the final answer states no number or id",
         "grounded_arguments": "the state-changing calls pass no id, e-mail or number to check",
+        "expected_answer": "the trace has no expected answer in metadata.ground_truth.answer",
     }
     assert evaluated.score == 1.0
     assert evaluated.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
@@ -136,6 +151,8 @@ def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_
         "confirmed_before_write": "the trace has no user turns after the task",
         "identified_before_write": "the trace has no state-changing call",
         "grounded_arguments": "the trace has no state-changing call",
+        "no_failed_calls": "the trace has no tool output",
+        "expected_answer": "the trace has no expected answer in metadata.ground_truth.answer",
     }
     assert evaluated.failed == [] and evaluated.errors == {}
     # 42 is in the objective ("Review PR #42 ..."): the answer's number was given.
@@ -145,6 +162,7 @@ def test_a_trace_without_tools_ground_truth_or_user_turns_leaves_their_criteria_
         "within_budget",
         "grounded_answer",
         "grounded_statements",
+        "made_progress",
     ]
     assert evaluated.score == 1.0 and evaluated.gate_passed is True
 

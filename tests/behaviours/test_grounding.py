@@ -13,9 +13,11 @@ from knowledgepulse.behaviours import (
     behaviour_criterion,
     grounded_answer,
     grounded_arguments,
+    grounded_statements,
     identified_before_write,
     ungrounded_answer_values,
     ungrounded_arguments,
+    ungrounded_statements,
     unidentified_writes,
 )
 from knowledgepulse.rubrics import Case, RubricLoadError
@@ -175,7 +177,7 @@ def test_a_guessed_write_argument_fails() -> None:
 
 def test_the_three_are_in_the_agent_rubric_reported_not_scored() -> None:
     rubric = agent_rubric()
-    assert {name: rubric.weights[name] for name in list(rubric.weights)[-4:]} == {
+    assert {name: rubric.weights[name] for name in list(rubric.weights)[-7:-3]} == {
         "identified_before_write": 0.0,
         "grounded_answer": 0.0,
         "grounded_arguments": 0.0,
@@ -212,4 +214,25 @@ def test_a_run_of_ten_thousand_steps_is_graded_in_linear_time() -> None:
     assert len(run.steps) == 10_000
     # Each message states its own "1NNNN dollars", given by no one before: the first at step 0.
     assert evaluated.verdicts["grounded_statements"].steps[:2] == [0, 4]
-    assert evaluated.first_failing_criterion == "within_budget"  # scored criteria name it
+    # A figure stated from nowhere (evidence) is looked at before the budget running out (a
+    # symptom, however scored).
+    assert evaluated.details["within_budget"] is False
+    assert (evaluated.first_failing_criterion, evaluated.first_failing_step) == (
+        "grounded_statements",
+        0,
+    )
+
+
+def test_a_source_location_in_a_log_line_is_no_figure_stated() -> None:
+    # Who&When Hand-Crafted runs: a Python warning printed into the orchestrator's plan
+    # (".../agents/orchestrator.py:216: UserWarning ...") made "216" a figure from nowhere,
+    # and the plan the first failing step of every Magentic-One run.
+    warned = trace(
+        say(
+            "Plan: search the web.\n/usr/lib/python3.11/site-packages/magentic/orchestrator.py:216:"
+            " UserWarning: model mismatch (app/main.ts:12:5)"
+        )
+    )
+    assert grounded_statements(warned).passed is True
+    stated = trace(say("orchestrator.py:216 says the total is 7340"))
+    assert [value.value for value in ungrounded_statements(stated)] == ["7340"]

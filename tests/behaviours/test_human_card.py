@@ -65,7 +65,10 @@ def test_the_card_on_who_and_when_and_an_agentrx_folder(
     bench_human_agreement(holdout, ("who-and-when", "agentrx"))
     out = capsys.readouterr().out
     assert "human agreement on who-and-when: 2 runs, 2 failed by the labels" in out
-    assert "grounded_statements           2     100.0%   100.0%    50.0%   100.0%" in out
+    # Hand-Crafted 24's plan states no figure (its "orchestrator.py:216" is a log line's
+    # source); the plan is named by expected_answer, its answer being wrong.
+    assert "grounded_statements           1     100.0%    50.0%     0.0%   100.0%" in out
+    assert "expected_answer               2     100.0%   100.0%    50.0%   100.0%" in out
     assert "human agreement on agentrx: 4 runs, 2 failed by the labels" in out
     assert "expected_actions              2     100.0%   100.0%    50.0%    50.0%" in out
     assert "outcome (successful_completion vs the labels): 4/4 agree; 2/2 failed runs" in out
@@ -74,3 +77,43 @@ def test_the_card_on_who_and_when_and_an_agentrx_folder(
     assert (exact.value, exact.note) == (0.5, "1/2 runs")
     who = figures["agent rubric vs people on who-and-when: first failing step exact"]
     assert (who.value, who.note) == (0.5, "1/2 runs")
+
+
+def test_the_card_prints_the_agent_confusion_and_the_runs_without_their_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two multi-agent runs people blame on WebSurfer (step 12) and Validation_Expert (step 5).
+    monkeypatch.syspath_prepend(str(ROOT))
+    from benchmarks._human_agreement import (
+        agent_confusion,
+        bench_human_agreement,
+        human_card,
+        who_and_when_runs,
+    )
+
+    for folder, name in (
+        ("Hand-Crafted", "hand-crafted-1"),
+        ("Algorithm-Generated", "algorithm-generated-10"),
+    ):
+        (tmp_path / "who-and-when" / folder).mkdir(parents=True)
+        shutil.copy(WHO / f"{name}.json", tmp_path / "who-and-when" / folder / f"{name}.json")
+    card = human_card("who-and-when", who_and_when_runs(tmp_path / "who-and-when"))
+    assert (card.multi_agent, card.agent_right, card.step_exact, card.located) == (2, 2, 2, 2)
+    assert agent_confusion(card, least=1) == [
+        ("Validation_Expert", 1, 1, ""),
+        ("WebSurfer", 1, 1, ""),
+    ]
+    assert agent_confusion(card) == [("(other agents)", 2, 2, "")]
+    blind = human_card(
+        "who-and-when", who_and_when_runs(tmp_path / "who-and-when", with_answer=False)
+    )
+    # Without the expected answer both are still located; neither is then called failed.
+    assert (blind.agent_right, blind.step_exact, blind.not_successful) == (2, 2, 0)
+    bench_human_agreement(tmp_path, ("who-and-when",))
+    out = capsys.readouterr().out
+    assert "people blame            runs  named  named instead" in out
+    assert "(other agents)             2      2  -" in out
+    assert (
+        "without the expected answer (ground_truth hidden): first failing step exact 2/2, "
+        "within 3 2/2; agent 2/2; 0/2 failed runs not called successful"
+    ) in out

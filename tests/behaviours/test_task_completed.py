@@ -61,8 +61,8 @@ def test_every_example_whose_record_says_it_failed_is_not_a_successful_completio
         "having succeeded"
     )
     assert (
-        "The success gate (the expected actions were taken and the trace shows no sign of "
-        "failure) did not hold" in renal.explanation
+        "The success gate (the expected actions were taken, the expected answer given, and "
+        "the trace shows no sign of failure) did not hold" in renal.explanation
     )
 
 

@@ -115,3 +115,27 @@ def test_an_unknown_role_is_an_agent_not_an_error() -> None:
         {"question": "q", "history": [{"role": "Planner (draft)", "content": "Step one."}]}
     )
     assert (trace.steps[0].model_extra or {})["agent"] == "Planner"
+
+
+def test_the_runs_the_rubric_locates_keep_what_it_reads() -> None:
+    # hand-crafted-1: the orchestrator's ledger (read by made_progress) and the FINAL ANSWER
+    # line (read by expected_answer) stay in the steps' text; the expected answer in metadata.
+    (magentic,) = convert("auto", load("hand-crafted-1"))
+    agents = [(s.model_extra or {}).get("agent") for s in magentic.steps]
+    assert (len(agents), agents.count("Orchestrator"), agents.count("WebSurfer")) == (29, 21, 7)
+    assert '"is_in_loop"' in (magentic.steps[13].content or "")
+    assert "FINAL ANSWER: Alliance Jiu Jitsu" in (magentic.steps[28].content or "")
+    assert (magentic.metadata.model_extra or {})["ground_truth"] == {
+        "answer": "Renzo Gracie Jiu-Jitsu Wall Street"
+    }
+    # algorithm-generated-10: the executor's failed run is an error observation after the code.
+    (ag2,) = convert("auto", load("algorithm-generated-10"))
+    shown = [
+        (s.type, (s.model_extra or {}).get("agent"), (s.model_extra or {}).get("is_error"))
+        for s in ag2.steps[5:8]
+    ]
+    assert shown == [
+        ("thought", "Validation_Expert", None),
+        ("observation", "Computer_terminal", True),
+        ("error_recovery", "Validation_Expert", None),
+    ]

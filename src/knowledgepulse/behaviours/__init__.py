@@ -4,8 +4,10 @@ Library functions read one trace: :func:`find_loops`, :func:`unrecovered_errors`
 :func:`unconfirmed_writes`, :func:`tool_calls`, :func:`expected_actions`, ... Each check
 (:func:`expected_actions_match`, :func:`no_loops`, :func:`errors_recovered`,
 :func:`known_tools`, :func:`valid_arguments`, :func:`confirmed_before_write`,
-:func:`answered`, :func:`within_budget`, and :func:`task_completed`, which reads the
-trace's own :func:`failure_signs`) returns a :class:`Finding`: yes, no, or undetermined
+:func:`answered`, :func:`within_budget`, :func:`task_completed`, which reads the
+trace's own :func:`failure_signs`, and, to locate where a run went wrong without a tool-level
+ground truth, :func:`no_failed_calls`, :func:`made_progress` and
+:func:`expected_answer_given`) returns a :class:`Finding`: yes, no, or undetermined
 when the trace lacks what it needs, with a one-line reason naming the steps.
 
 :func:`behaviour_criterion` turns a check into a rubric
@@ -78,6 +80,18 @@ from ._grounding import (
     ungrounded_statements,
     unidentified_writes,
 )
+from ._progress import (
+    DEFAULT_STALL_PATTERN,
+    DEFAULT_TERMINATION_PATTERN,
+    Stall,
+    answer_matches,
+    expected_answer_given,
+    failed_calls,
+    given_answer,
+    made_progress,
+    no_failed_calls,
+    stalls,
+)
 from ._schema_check import schema_problems
 from ._tools_file import ToolsFileError, read_tool_definitions, tool_definitions_of, with_tools
 
@@ -93,6 +107,8 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "DEFAULT_READ_ONLY_TOOLS",
     "DEFAULT_SCRATCH_TOOLS",
+    "DEFAULT_STALL_PATTERN",
+    "DEFAULT_TERMINATION_PATTERN",
     "DEFAULT_WRITE_TOOLS",
     "Behaviour",
     "BehaviourCheck",
@@ -102,22 +118,27 @@ __all__ = [
     "Loop",
     "Parameter",
     "RubricSettingsError",
+    "Stall",
     "ToolCall",
     "ToolsFileError",
     "UngroundedValue",
     "UnrecoveredError",
     "agent_rubric",
+    "answer_matches",
     "answered",
     "behaviour_criterion",
     "confirmed_before_write",
     "errors_recovered",
     "expected_actions",
     "expected_actions_match",
+    "expected_answer_given",
     "expected_outputs",
+    "failed_calls",
     "failed_observations",
     "failure_signs",
     "final_answer",
     "find_loops",
+    "given_answer",
     "grounded_answer",
     "grounded_arguments",
     "grounded_statements",
@@ -125,9 +146,12 @@ __all__ = [
     "is_read_only",
     "known_tools",
     "load_agent_rubric",
+    "made_progress",
+    "no_failed_calls",
     "no_loops",
     "read_tool_definitions",
     "schema_problems",
+    "stalls",
     "state_changing_calls",
     "task_completed",
     "tool_calls",

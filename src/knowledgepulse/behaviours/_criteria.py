@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from .._schema import ReasoningTrace
 from ..io._settings import SettingsFileError, read_settings_file
-from ..rubrics import Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
-from . import _checks, _grounding
+from ..rubrics import LOCATES, Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
+from . import _checks, _grounding, _progress
 from ._checks import (
     DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
@@ -35,6 +35,7 @@ from ._checks import (
 )
 from ._facts import DEFAULT_READ_ONLY_TOOLS
 from ._grounding import DEFAULT_IDENTIFY_TOOLS
+from ._progress import DEFAULT_STALL_PATTERN, DEFAULT_TERMINATION_PATTERN
 
 __all__ = [
     "AGENT_RUBRIC",
@@ -101,7 +102,7 @@ class Parameter:
 class Behaviour:
     """A behaviour check as the ``agent`` rubric uses it: ``name``, default ``weight`` and
     ``why`` it weighs that, the ``check`` (trace and parameters to a :class:`Finding`), its
-    ``parameters`` and a one-line ``description``."""
+    ``parameters``, a one-line ``description`` and what its failed steps are (``locates``)."""
 
     name: str
     weight: float
@@ -109,6 +110,10 @@ class Behaviour:
     check: Callable[..., Finding]
     description: str
     parameters: tuple[Parameter, ...] = ()
+    #: What its failed finding's steps are: "cause", "evidence" or "symptom" (see
+    #: :class:`~knowledgepulse.rubrics.Criterion`); the first failing step is looked for in
+    #: that order.
+    locates: str = "cause"
 
     def settings(self, given: Mapping[str, Any], where: str) -> dict[str, Any]:
         """The parameters' values: the defaults, replaced by those ``given`` (checked)."""
@@ -119,7 +124,7 @@ class Behaviour:
             if parameter is None:
                 raise RubricSettingsError(
                     f"{where}.{key}: unknown parameter of {self.name!r}"
-                    + _known(str(key), ["weight", *known])
+                    + _known(str(key), ["weight", "locates", *known])
                 )
             values[parameter.name] = parameter.read(value, f"{where}.{key}")
         return values
@@ -217,6 +222,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     "a note or computation after a failed call leaves the error at the end",
                 ),
             ),
+            locates="symptom",
         ),
         Behaviour(
             "no_loops",
@@ -316,6 +322,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     "tau-bench's transfer_to_human_agents ends the conversation",
                 ),
             ),
+            locates="symptom",
         ),
         Behaviour(
             "within_budget",
@@ -331,6 +338,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     "tau-bench stops a conversation after 30 agent actions (max_num_steps)",
                 ),
             ),
+            locates="symptom",
         ),
         # The three below are reported, not scored (weight 0): on tau-bench airline they
         # fail on runs the reward calls successful about as often as on failed ones
@@ -370,6 +378,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             _grounding.grounded_answer,
             "Every number and id in the final answer was given by a tool or the user",
             (_MIN_NUMBER,),
+            locates="symptom",
         ),
         Behaviour(
             "grounded_arguments",
@@ -389,6 +398,55 @@ BEHAVIOURS: dict[str, Behaviour] = {
             _grounding.grounded_statements,
             "Every id and number an agent message states was written before it",
             (_MIN_NUMBER,),
+            locates="evidence",
+        ),
+        # The three below locate where a run went wrong when no tool-level ground truth
+        # says so (multi-agent logs, Who&When): reported, not scored, except that a wrong
+        # expected answer blocks success like a wrong expected action (the outcome gate).
+        Behaviour(
+            "no_failed_calls",
+            0.0,
+            "reported, not scored: a failed call later recovered is no failure of the run "
+            "(errors_recovered weighs that); the first failed call names where it first went "
+            "wrong, and the agent whose call or code it was",
+            _progress.no_failed_calls,
+            "No tool call, and no code an agent ran, failed (recovered or not)",
+        ),
+        Behaviour(
+            "made_progress",
+            0.0,
+            "reported, not scored: the run's own report that it stopped progressing (a "
+            "Magentic-One progress ledger, an agent saying it is stuck) names the step it "
+            "judged, more often a symptom of a failed run than a failure in itself",
+            _progress.made_progress,
+            "No agent message reports that the run stopped making progress or is in a loop",
+            (
+                Parameter(
+                    "stall_pattern",
+                    "regex",
+                    DEFAULT_STALL_PATTERN,
+                    "Magentic-One's progress ledger (is_progress_being_made false, is_in_loop "
+                    "true) and an agent saying it is stuck or not making progress",
+                ),
+            ),
+        ),
+        Behaviour(
+            "expected_answer",
+            0.0,
+            "not scored, but a wrong answer blocks success (the outcome gate): Who&When and "
+            "GAIA-style runs give the task's expected answer; when no earlier failure is found, "
+            "a wrong answer names the plan the run followed to it",
+            _progress.expected_answer_given,
+            "The run's answer gives the task's expected answer (metadata.ground_truth.answer)",
+            (
+                Parameter(
+                    "termination_pattern",
+                    "regex",
+                    DEFAULT_TERMINATION_PATTERN,
+                    "a message that only ends the conversation (AG2's TERMINATE) is no answer",
+                ),
+            ),
+            locates="symptom",
         ),
     )
 }
@@ -436,16 +494,20 @@ def behaviour_criterion(name: str, weight: float | None = None, **parameters: An
         behaviour.weight if weight is None else weight,
         BehaviourCheck(behaviour, values),
         behaviour.description,
+        behaviour.locates,
     )
 
 
 class OutcomeGate:
-    """The agent rubric's success gate: neither outcome criterion failed. The expected actions
-    were taken (or the ground truth lists none to compare), and, without expected actions, the
-    trace shows no sign of failure (``task_completed``); an undetermined outcome does not block
-    success."""
+    """The agent rubric's success gate: no outcome criterion failed. The expected actions
+    were taken (or the ground truth lists none to compare), the run's answer is the expected
+    one (when the ground truth gives one), and, without expected actions, the trace shows no
+    sign of failure (``task_completed``); an undetermined outcome does not block success."""
 
-    description = "the expected actions were taken and the trace shows no sign of failure"
+    description = (
+        "the expected actions were taken, the expected answer given, and the trace shows no "
+        "sign of failure"
+    )
 
     def __init__(self, checks: Sequence[BehaviourCheck]) -> None:
         self.checks = tuple(checks)
@@ -456,7 +518,7 @@ class OutcomeGate:
 
 
 #: The criteria whose failure blocks success (the outcome criteria), in the order checked.
-_OUTCOME_CRITERIA = ("expected_actions", "task_completed")
+_OUTCOME_CRITERIA = ("expected_actions", "task_completed", "expected_answer")
 
 
 _TOP_LEVEL = ("rubric", "name", "description", "normalise", "gate", "thresholds", "criteria")
@@ -470,8 +532,9 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
 
     Keys: ``rubric`` (``"agent"``, when given), ``name``, ``description``, ``normalise``
     (scale the weights to sum to 1), ``gate`` (``false``: no success gate), ``thresholds``
-    (``success``, ``graceful``) and ``criteria``: per criterion its ``weight`` and parameters;
-    a criterion left out keeps its defaults. ``where`` prefixes messages (a file name).
+    (``success``, ``graceful``) and ``criteria``: per criterion its ``weight``, what its failed
+    steps are (``locates``: ``cause``, ``evidence`` or ``symptom``) and parameters; a criterion
+    left out keeps its defaults. ``where`` prefixes messages (a file name).
     Raises :class:`RubricSettingsError` naming a wrong setting.
     """
     prefix = f"{where}: " if where else ""
@@ -522,7 +585,14 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
             or not (math.isfinite(weight) and weight >= 0)
         ):
             raise RubricSettingsError(f"{at}.weight: expected a number >= 0, got {weight!r}")
-        parameters = {key: value for key, value in given.items() if key != "weight"}
+        locates = given.get("locates", behaviour.locates)
+        if locates not in LOCATES:
+            raise RubricSettingsError(
+                f"{at}.locates: expected one of {', '.join(LOCATES)}, got {locates!r}"
+            )
+        parameters = {
+            key: value for key, value in given.items() if key not in ("weight", "locates")
+        }
         values = behaviour.settings(parameters, at)
         check = BehaviourCheck(behaviour, values)
         if behaviour.name in _OUTCOME_CRITERIA:
@@ -533,6 +603,7 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
                 float(weight),
                 BehaviourCheck(behaviour, values),
                 behaviour.description,
+                locates,
             )
         )
     try:

@@ -80,6 +80,10 @@ _DATE_OR_TIME = re.compile(
     re.IGNORECASE,
 )
 
+# A source location (orchestrator.py:216, app/main.ts:12:5): where a log line or a traceback
+# comes from, written by the runtime, not a figure an agent states.
+_SOURCE_LOCATION = re.compile(r"[\w./\\-]+\.[A-Za-z]\w{0,4}:\d+(?::\d+)?\b")
+
 
 @dataclass(frozen=True)
 class UngroundedValue:
@@ -114,7 +118,7 @@ def _observation_text(step: Any) -> str:
 def _numbers(text: str) -> set[str]:
     """The numbers written in ``text`` (dates and times left out), as canonical strings:
     ``1,194.00`` and ``1194`` are both ``1194``."""
-    cleaned = _DATE_OR_TIME.sub(" ", text)
+    cleaned = _DATE_OR_TIME.sub(" ", _SOURCE_LOCATION.sub(" ", text))
     found = set()
     for match in _NUMBER.finditer(cleaned):
         found.add(_canonical_number(match.group(0)))
@@ -129,7 +133,7 @@ def _canonical_number(text: str) -> str:
 
 
 def _ids(text: str) -> set[str]:
-    cleaned = _DATE_OR_TIME.sub(" ", text)
+    cleaned = _DATE_OR_TIME.sub(" ", _SOURCE_LOCATION.sub(" ", text))
     return {match.group(0).lstrip("#").lower() for match in _ID.finditer(cleaned)}
 
 

@@ -16,6 +16,7 @@ from . import checks
 from ._agreement import OutcomeAgreement, source_success
 from ._case import CASE_FIELDS, Case, CaseError, CaseTraceError
 from ._criterion import (
+    LOCATES,
     TOLERANCE,
     Check,
     Criterion,
@@ -50,6 +51,7 @@ __all__ = [
     "BUILTIN_RUBRICS",
     "CASE_FIELDS",
     "CASE_PARTS",
+    "LOCATES",
     "SCHEDULING_RUBRIC",
     "TOLERANCE",
     "Case",

@@ -16,6 +16,7 @@ from .._schema import ReasoningTrace
 from ._case import Case
 
 __all__ = [
+    "LOCATES",
     "TOLERANCE",
     "Check",
     "CheckOutcome",
@@ -40,6 +41,10 @@ __all__ = [
 
 #: Tolerance for the weight sum and for threshold comparisons (SPEC §3).
 TOLERANCE = 1e-9
+
+#: What the steps of a criterion's failed verdict are, in the order the first failing step is
+#: looked for: where a failure began, a sign near it, where it showed.
+LOCATES = ("cause", "evidence", "symptom")
 
 
 class UndeterminedError(KnowledgePulseError):
@@ -128,13 +133,18 @@ class Criterion:
     """One yes/no criterion: a ``name``, a ``weight`` ≥ 0, a ``check`` and a one-line description.
 
     When ``description`` is empty it is taken from the check (its ``description`` attribute or
-    the first line of its docstring).
+    the first line of its docstring). ``locates`` says what the steps of its failed verdict
+    are (:data:`LOCATES`): ``"cause"`` (where the failure began: a wrong call, a failed one, a
+    stall), ``"evidence"`` (a sign near it: a figure stated from nowhere) or ``"symptom"``
+    (where it showed: the budget running out, the final answer); the result's first failing
+    step is looked for in that order.
     """
 
     name: str
     weight: float
     check: Check
     description: str = ""
+    locates: str = "cause"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -149,6 +159,11 @@ class Criterion:
             )
         if not callable(self.check):
             raise TypeError(f"criterion {self.name!r}: check must be callable, got {self.check!r}")
+        if self.locates not in LOCATES:
+            raise ValueError(
+                f"criterion {self.name!r}: locates must be one of {', '.join(LOCATES)}, "
+                f"got {self.locates!r}"
+            )
         if not self.description:
             object.__setattr__(self, "description", describe(self.check))
 
@@ -381,12 +396,17 @@ def explain(
 
 
 def first_failure(
-    verdicts: Mapping[str, Verdict], weights: Mapping[str, float] | None = None
+    verdicts: Mapping[str, Verdict],
+    weights: Mapping[str, float] | None = None,
+    locates: Mapping[str, str] | None = None,
 ) -> tuple[int, str] | None:
     """(step, criterion): the earliest step a failed verdict names, and the first criterion
     (in the mapping's order) whose failed verdict names it; ``None`` when none names a step.
 
-    With ``weights``, the criteria that weigh in the score are looked at first: a criterion of
+    With ``locates`` (criterion → ``"cause"``, ``"evidence"`` or ``"symptom"``; ``"cause"``
+    when not given), the criteria naming causes are looked at first, then evidence, then
+    symptoms: a run cut by its budget went wrong before the step the budget ran out. Within
+    each, with ``weights``, the criteria that weigh in the score come first: a criterion of
     weight 0 (reported, not scored) names the step only when no scored one names any."""
 
     def earliest(names: list[str]) -> tuple[int, str] | None:
@@ -399,10 +419,17 @@ def first_failure(
                     found = (step, name)
         return found
 
-    if weights is None:
-        return earliest(list(verdicts))
-    scored = [name for name in verdicts if weights.get(name, 0) > 0]
-    return earliest(scored) or earliest([name for name in verdicts if name not in scored])
+    kinds = locates or {}
+    for kind in LOCATES:
+        names = [name for name in verdicts if kinds.get(name, "cause") == kind]
+        if weights is None:
+            found = earliest(names)
+        else:
+            scored = [name for name in names if weights.get(name, 0) > 0]
+            found = earliest(scored) or earliest([name for name in names if name not in scored])
+        if found is not None:
+            return found
+    return None
 
 
 def step_agent(trace: ReasoningTrace | None, step_id: int) -> str | None:

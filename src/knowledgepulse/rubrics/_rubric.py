@@ -359,7 +359,9 @@ class Rubric:
             undetermined=undetermined,
             verdicts=verdicts,
         )
-        first = first_failure(verdicts, weights)
+        first = first_failure(
+            verdicts, weights, {criterion.name: criterion.locates for criterion in criteria}
+        )
         return EvaluationResult(
             rubric=self.name,
             case_id=case.case_id,
