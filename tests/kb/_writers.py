@@ -19,20 +19,39 @@ def task(i: int) -> str:
     return f"task {i}: " + " ".join(f"w{i}x{k}" for k in range(8))
 
 
+def task_trace(trace_id: str, objective: str) -> dict[str, object]:
+    """A trace of its own task: the worked example's steps and a call of the task's own words
+    (without it, traces that differ only by a short objective are copies of one another: the
+    same steps, reworded)."""
+    from _helpers import make_trace
+
+    trace = make_trace(trace_id=trace_id, objective=objective)
+    steps: list[dict[str, object]] = trace["steps"]  # type: ignore[assignment]
+    words = " ".join(f"{word}n{k}" for word in objective.split()[-2:] for k in range(30))
+    steps.append(
+        {
+            "step_id": len(steps),
+            "type": "tool_call",
+            "tool": {"name": "note"},
+            "input": {"task": objective},
+            "content": f"{objective} {words}",
+        }
+    )
+    return trace
+
+
 def contribute(location: str, worker: int, shared: int, own: int = 0) -> list[str | None]:
     """Score copies of the same ``shared`` tasks and ``own`` tasks nobody else has; keep what
     is novel. Returns the ids this writer added."""
     import knowledgepulse as kp
-    from _helpers import HashingEmbedder, make_trace
+    from _helpers import HashingEmbedder
     from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
 
     identity = EmbeddingIdentity(model="hashing", dimensions=384, windowing="whole")
-    batch = [
-        make_trace(trace_id=f"kp:trace:w{worker}-{i}", objective=task(i)) for i in range(shared)
-    ] + [
-        make_trace(
-            trace_id=f"kp:trace:own{worker}-{i}",
-            objective=f"own {worker} {i}: " + " ".join(f"o{worker}y{i}z{k}" for k in range(8)),
+    batch = [task_trace(f"kp:trace:w{worker}-{i}", task(i)) for i in range(shared)] + [
+        task_trace(
+            f"kp:trace:own{worker}-{i}",
+            f"own {worker} {i}: " + " ".join(f"o{worker}y{i}z{k}" for k in range(8)),
         )
         for i in range(own)
     ]

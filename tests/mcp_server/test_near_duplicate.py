@@ -113,8 +113,11 @@ def test_service_mcp_explanation_and_curate_agree(
         assert mcp["duplicate_of"] is None
         assert detail["near_duplicates"] == []
         assert record.copy_of is None
-        # The embedder's nearest is named as the nearest, never as a duplicate.
-        assert f"(nearest {ANCHOR} (cos 0.99))" in record.explanation
+        # The embedder's nearest is named as the nearest (an attempt at the same task), never
+        # as a duplicate.
+        assert f"(nearest {ANCHOR}: same task, done the same way (similarity 0.89))" in (
+            record.explanation
+        )
     assert ValueScore.from_record(record).copy_of == record.copy_of
 
     # kp curate draws the same line.

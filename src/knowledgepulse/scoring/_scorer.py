@@ -348,9 +348,9 @@ class Scorer:
         """The run facet of a remembered trace: kept at hand, or read from the knowledge base
         that stores it (None for a vector stored without an id or a trace that is gone)."""
         facet = kept.get(trace_id)
-        if facet is not None or trace_id is None or self._store is None:
+        if facet is not None or trace_id is None:
             return facet  # type: ignore[no-any-return]
-        stored = getattr(self._store, "get", None)
+        stored = getattr(self.cache, "get", None)  # a knowledge base, or the service's view
         found = stored(trace_id) if stored is not None else None
         if found is None:
             return None

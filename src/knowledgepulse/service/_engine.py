@@ -115,6 +115,11 @@ class _LookOnly:
         may not see is looked past: a key learns nothing of traces it cannot read)."""
         return self._kb.stored_copy(facet, similarity, self._readable)
 
+    def get(self, trace_id: str) -> StoredTrace | None:
+        """A stored trace this key may read (the Scorer compares how it was done with the
+        nearest, which is always one the key may see), else None."""
+        return self._kb.get(trace_id) if self._readable(trace_id) else None
+
     def _readable(self, row: str) -> bool:
         if self._viewer.sees_all:
             return True
@@ -173,6 +178,11 @@ class _Contributor:
         """The stored trace this key may see that ``facet``'s trace is a copy of (a copy it
         may not see is looked past: a key learns nothing of traces it cannot read)."""
         return self._kb.stored_copy(facet, similarity, self._readable)
+
+    def get(self, trace_id: str) -> StoredTrace | None:
+        """A stored trace this key may read (the Scorer compares how it was done with the
+        nearest, which is always one the key may see), else None."""
+        return self._kb.get(trace_id) if self._readable(trace_id) else None
 
     def _readable(self, row: str) -> bool:
         if self._viewer.sees_all:
