@@ -83,7 +83,9 @@ def test_what_a_knowledge_base_holds_counts_as_seen(tmp_path: Path) -> None:
     traces = pile()
     identity = EmbeddingIdentity(model="hashing", dimensions=384, text="trace")
     with open_knowledge_base(tmp_path / "kb.sqlite", identity) as kb:
-        kp.Scorer(embedder=HashingEmbedder(), memory=kb, novelty="seed").score_many(traces[:2])  # task 0
+        kp.Scorer(embedder=HashingEmbedder(), memory=kb, novelty="seed").score_many(
+            traces[:2]
+        )  # task 0
         result = curate(traces, embedder=HashingEmbedder(), similarity=0.8, kb=kb)
     assert not any(t.id.startswith("kp:trace:task0") for t in result.kept)
     stored = [g for g in result.groups if g.stored]
