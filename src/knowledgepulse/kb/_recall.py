@@ -9,6 +9,7 @@ rendering of its steps cut to a token budget, so a handful fits in an agent's in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -133,6 +134,10 @@ def require_same_model(kb: KnowledgeBase, embedder: Any) -> None:
     from . import EmbeddingIdentity, KnowledgeBaseMismatchError
 
     mine = EmbeddingIdentity.of(embedder)
+    if kb.identity is not None:
+        # A query is a task description: it compares with vectors of task texts or of whole
+        # traces (a base not migrated yet) alike; the model is what must match.
+        mine = dataclasses.replace(mine, text=kb.identity.text)
     if kb.identity is not None and kb.identity != mine:
         raise KnowledgeBaseMismatchError(
             f"{kb.location}: its vectors were made with {kb.identity.describe()}, not "
