@@ -1,0 +1,371 @@
+"""Full-text search over each stored trace's task, run by the database's own engine.
+
+Vectors find what a task is about; words find its entities (a reservation code, a user id, a
+city), which a sentence vector blurs. Recall (:mod:`._recall`) fuses both. Each stored trace's
+indexed text is its task text (:func:`knowledgepulse.tasks.task_text`: the objective and the
+user's turns) and its domain, kept in a table beside ``traces`` keyed by the row's ``seq``:
+
+- SQLite: ``trace_text``, an FTS5 table (``porter unicode61`` tokenizer), ranked by ``bm25``;
+- PostgreSQL: ``trace_text`` (seq, a ``tsvector`` of the ``english`` configuration) with a GIN
+  index, ranked by ``ts_rank``.
+
+A query matches a trace holding any of its words (stop words left out: an ``OR`` of the rest),
+the more and rarer the better. The index's scheme is recorded in ``kb_meta`` as
+``text_index``; a base made before it, or with another scheme, is indexed the first time it is
+written to or searched (a log line says how many stored traces were indexed). Where SQLite
+was built without FTS5, recall is by vector alone and the log says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .._errors import KnowledgePulseError
+from ._keys import Viewer, visibility_clause
+
+__all__ = [
+    "FTS5",
+    "POSTGRES_TEXT",
+    "STOP_WORDS",
+    "TEXT_SCHEME",
+    "FullTextMixin",
+    "TextEngine",
+    "indexed_text",
+    "query_terms",
+]
+
+logger = logging.getLogger("knowledgepulse")
+
+#: What the index holds and how it is made: recorded in ``kb_meta`` as ``text_index``;
+#: another value there means the index is made anew.
+TEXT_SCHEME = "task-text/1"
+#: The most words of a query that are searched (a task description, not a document).
+MAX_TERMS = 64
+#: Stored traces indexed per page while migrating.
+_PAGE = 500
+#: Ids per ``IN (...)`` list.
+_CHUNK = 500
+
+#: English stop words (the Snowball list PostgreSQL's ``english`` configuration uses): a
+#: query of nothing else asks for nothing, and these words match nearly every trace.
+_STOP_WORDS = """i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what which
+    who whom this that these those am is are was were be been being have has had having do
+    does did doing a an the and but if or because as until while of at by for with about
+    against between into through during before after above below to from up down in out on
+    off over under again further then once here there when where why how all any both each
+    few more most other some such no nor not only own same so than too very s t can will
+    just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma
+    mightn mustn needn shan shouldn wasn weren won wouldn"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+_WORD = re.compile(r"\w+")
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of ``text`` a full-text search looks for: lower case, each once, stop words
+    and lone underscores left out, at most :data:`MAX_TERMS` (empty: nothing to look for)."""
+    terms: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        word = word.strip("_")
+        if word and word not in STOP_WORDS:
+            terms[word] = None
+            if len(terms) == MAX_TERMS:
+                break
+    return list(terms)
+
+
+def indexed_text(trace: Any) -> str:
+    """What is indexed of a stored trace (a mapping, as stored): its task text and its domain;
+    the objective alone for a row that is no valid trace, "" for one with none."""
+    from .._schema import ReasoningTrace
+    from ..tasks import task_text
+
+    if not isinstance(trace, dict):
+        return ""
+    metadata = trace.get("metadata")
+    domain = metadata.get("task_domain") if isinstance(metadata, dict) else None
+    try:
+        text = task_text(ReasoningTrace.model_validate(trace)).text
+    except (ValueError, KnowledgePulseError):  # pydantic's ValidationError is a ValueError
+        task = trace.get("task")
+        objective = task.get("objective") if isinstance(task, dict) else None
+        text = objective if isinstance(objective, str) else ""
+    return f"{text}\n{domain}" if isinstance(domain, str) else text
+
+
+@dataclass(frozen=True)
+class TextEngine:
+    """How one database indexes and searches text."""
+
+    #: A label for logs and docs.
+    name: str
+    #: The statements creating the index (``IF NOT EXISTS``).
+    create: tuple[str, ...]
+    #: The index's column holding the row's ``traces.seq``.
+    key: str
+    #: Inserting one row's text: (seq, text) parameters.
+    insert: str
+    #: The search: ``{where}`` is the caller's filter on ``traces t``; its parameters are
+    #: (match, *where's, k). Rows are (id, rank), best first.
+    search: str
+
+    def match(self, terms: Sequence[str]) -> str:
+        """The match expression for ``terms`` (words made of word characters only)."""
+        raise NotImplementedError
+
+
+class _Fts5(TextEngine):
+    def match(self, terms: Sequence[str]) -> str:
+        return " OR ".join(f'"{term}"' for term in terms)
+
+
+class _PostgresText(TextEngine):
+    def match(self, terms: Sequence[str]) -> str:
+        return " | ".join(f"'{term}'" for term in terms)
+
+
+FTS5 = _Fts5(
+    name="SQLite FTS5",
+    create=(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text USING fts5(body, "
+        "tokenize = 'porter unicode61')",
+    ),
+    key="rowid",
+    insert="INSERT INTO trace_text (rowid, body) VALUES (?, ?)",
+    # bm25 is lower for a better match; ties in the order the traces were added.
+    search="SELECT t.id, -bm25(trace_text) AS rank FROM trace_text "
+    "JOIN traces t ON t.seq = trace_text.rowid "
+    "WHERE trace_text MATCH ? AND {where} ORDER BY bm25(trace_text), t.seq LIMIT ?",
+)
+POSTGRES_TEXT = _PostgresText(
+    name="PostgreSQL full-text search",
+    create=(
+        "CREATE TABLE IF NOT EXISTS trace_text (seq bigint PRIMARY KEY, body tsvector NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS trace_text_body ON trace_text USING gin (body)",
+    ),
+    key="seq",
+    insert="INSERT INTO trace_text (seq, body) VALUES (%s, to_tsvector('english', %s)) "
+    "ON CONFLICT (seq) DO NOTHING",
+    search="SELECT t.id, ts_rank(x.body, q.q) AS rank "
+    "FROM to_tsquery('english', %s) AS q(q) JOIN trace_text x ON x.body @@ q.q "
+    "JOIN traces t ON t.seq = x.seq WHERE {where} ORDER BY rank DESC, t.seq LIMIT %s",
+)
+
+
+class FullTextMixin:
+    """Task texts indexed beside the traces (used by :class:`~._sql.SQLKnowledgeBase`)."""
+
+    location: str
+    dialect: ClassVar[Any]
+    #: The backend's engine; None: the database has none.
+    text_engine: ClassVar[TextEngine | None] = None
+    _text_ready: bool = False
+    #: Why there is no full-text search here (None: there is).
+    _text_missing: str | None = None
+
+    # Provided by the SQL frame.
+    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        raise NotImplementedError
+
+    def _write(self) -> Any:
+        raise NotImplementedError
+
+    def _meta(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _create_text_index(self, engine: TextEngine) -> str | None:
+        """Create the index's tables; why they cannot be (None: made). Inside a write."""
+        for statement in engine.create:
+            self._execute(statement)
+        return None
+
+    # -- the index ----------------------------------------------------------------------------
+
+    @property
+    def full_text(self) -> str | None:
+        """The engine that searches the stored tasks' words; None where the database has
+        none (recall is then by vector alone)."""
+        engine = self.text_engine
+        if engine is None or self._text_missing is not None:
+            return None
+        return engine.name
+
+    def _ensure_text(self, fresh: int = 0) -> None:
+        """Create the text index and fill it for stored traces it lacks (all of them when
+        another scheme made it); ``fresh`` of them were stored by the caller just now. Runs
+        inside the caller's write transaction."""
+        engine = self.text_engine
+        if self._text_ready or engine is None:
+            return
+        missing_reason = self._create_text_index(engine)
+        if missing_reason is not None:
+            self._text_missing = missing_reason
+            logger.warning(
+                "%s: no full-text search (%s); recall is by vector alone", self.location,
+                missing_reason,
+            )  # fmt: skip
+            self._text_ready = True
+            return
+        recorded = self._meta().get("text_index")
+        if recorded is not None and recorded != TEXT_SCHEME:
+            logger.warning(
+                "%s: the text index was made as %s; remaking it as %s",
+                self.location,
+                recorded,
+                TEXT_SCHEME,
+            )
+            self._execute("DELETE FROM trace_text")
+        missing = self._select(
+            f"SELECT COUNT(*) FROM traces WHERE seq NOT IN (SELECT {engine.key} FROM trace_text)"
+        )[0][0]
+        if missing:
+            if missing > fresh:
+                logger.warning(
+                    "%s: indexing the task text of %d stored traces for full-text search (%s)",
+                    self.location,
+                    missing - fresh,
+                    engine.name,
+                )
+            self._index_missing(engine)
+        if recorded != TEXT_SCHEME:
+            m = self.dialect.mark
+            self._execute(
+                f"INSERT INTO kb_meta (key, value) VALUES ({m}, {m}) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                ["text_index", TEXT_SCHEME],
+            )
+        self._text_ready = True
+
+    def _index_missing(self, engine: TextEngine) -> None:
+        m = self.dialect.mark
+        after = -1
+        while True:
+            rows = self._select(
+                f"SELECT seq, trace FROM traces WHERE seq > {m} AND seq NOT IN "
+                f"(SELECT {engine.key} FROM trace_text) ORDER BY seq LIMIT {_PAGE}",
+                [after],
+            )
+            if not rows:
+                return
+            self._executemany(
+                engine.insert,
+                [(seq, indexed_text(self.dialect.json_in(trace))) for seq, trace in rows],
+            )
+            after = rows[-1][0]
+
+    def _store_new_texts(self, ids: Sequence[str]) -> None:
+        """After an insert (inside its transaction): index the traces of ``ids`` just stored."""
+        engine = self.text_engine
+        if engine is None:
+            return
+        if not self._text_ready:
+            self._ensure_text(len(ids))  # indexes every stored trace, these included
+            return
+        if self._text_missing is not None:
+            return
+        m = self.dialect.mark
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join([m] * len(chunk))
+            rows = self._select(
+                f"SELECT seq, trace FROM traces WHERE id IN ({marks}) AND seq NOT IN "
+                f"(SELECT {engine.key} FROM trace_text)",
+                chunk,
+            )
+            self._executemany(
+                engine.insert,
+                [(seq, indexed_text(self.dialect.json_in(trace))) for seq, trace in rows],
+            )
+
+    def _forget_texts(self) -> None:
+        """Every trace was deleted (inside the caller's transaction)."""
+        if self._text_ready and self._text_missing is None:
+            self._execute("DELETE FROM trace_text")
+
+    # -- searching ----------------------------------------------------------------------------
+
+    def search_text(
+        self,
+        terms: Sequence[str],
+        k: int,
+        viewer: Viewer | None = None,
+        *,
+        success_only: bool = False,
+        domain: str | None = None,
+        min_value: float | None = None,
+    ) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, rank) of the stored traces whose task holds any of ``terms``
+        (:func:`query_terms`' words), best first, among those that ``viewer`` may see and that
+        pass the filters (as :func:`~._recall.search_similar` takes them). Empty where the
+        database has no full-text search."""
+        engine = self.text_engine
+        if engine is None or not terms:
+            return []
+        if not self._text_ready:
+            with self._write():
+                self._ensure_text()
+        if self._text_missing is not None:
+            return []
+        where, params = self._recall_filter(viewer, success_only, domain, min_value)
+        rows = self._select(
+            engine.search.format(where=where), [engine.match(terms), *params, int(k)]
+        )
+        return [(str(trace_id), float(rank)) for trace_id, rank in rows]
+
+    def passing(
+        self,
+        ids: Sequence[str],
+        viewer: Viewer | None = None,
+        *,
+        success_only: bool = False,
+        domain: str | None = None,
+        min_value: float | None = None,
+    ) -> dict[str, tuple[float | None, bool]]:
+        """Of ``ids``, those ``viewer`` may see that pass the filters: id -> (stored value,
+        whether the run succeeded). One query per 500 ids, no trace read."""
+        where, params = self._recall_filter(viewer, success_only, domain, min_value)
+        m = self.dialect.mark
+        found: dict[str, tuple[float | None, bool]] = {}
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join([m] * len(chunk))
+            rows = self._select(
+                f"SELECT id, value, {self.dialect.success_sql} FROM traces "
+                f"WHERE id IN ({marks}) AND {where}",
+                [*chunk, *params],
+            )
+            for trace_id, value, succeeded in rows:
+                found[str(trace_id)] = (None if value is None else float(value), bool(succeeded))
+        return found
+
+    def _recall_filter(
+        self,
+        viewer: Viewer | None,
+        success_only: bool,
+        domain: str | None,
+        min_value: float | None,
+    ) -> tuple[str, list[Any]]:
+        """Recall's filters as an SQL condition on ``traces`` and its parameters."""
+        m = self.dialect.mark
+        where, params = visibility_clause(viewer, m)
+        if success_only:
+            where += f" AND {self.dialect.success_sql}"
+        if domain is not None:
+            where += f" AND domain = {m}"
+            params.append(domain)
+        if min_value is not None:
+            where += f" AND value >= {m}"
+            params.append(min_value)
+        return where, params
