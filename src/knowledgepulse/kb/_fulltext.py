@@ -5,9 +5,12 @@ city), which a sentence vector blurs. Recall (:mod:`._recall`) fuses both. Each 
 indexed text is its task text (:func:`knowledgepulse.tasks.task_text`: the objective and the
 user's turns) and its domain, kept in a table beside ``traces`` keyed by the row's ``seq``:
 
-- SQLite: ``trace_text``, an FTS5 table (``porter unicode61`` tokenizer), ranked by ``bm25``;
-- PostgreSQL: ``trace_text`` (seq, a ``tsvector`` of the ``english`` configuration) with a GIN
+- SQLite: ``trace_text``, an FTS5 table (``unicode61`` tokenizer), ranked by ``bm25``, and
+  ``trace_text_words``, its vocabulary (``fts5vocab``);
+- PostgreSQL: ``trace_text`` (seq, a ``tsvector`` of the ``simple`` configuration) with a GIN
   index, ranked by ``ts_rank``.
+
+Words are indexed as they are (lower case, no stemming) in both.
 
 A query matches a trace holding any of its words (stop words left out: an ``OR`` of the rest),
 the more and rarer the better. The index's scheme is recorded in ``kb_meta`` as
@@ -45,6 +48,10 @@ logger = logging.getLogger("knowledgepulse")
 TEXT_SCHEME = "task-text/1"
 #: The most words of a query that are searched (a task description, not a document).
 MAX_TERMS = 64
+#: The most index entries one text search ranks (see :meth:`FullTextMixin.search_text`).
+POSTINGS = 20_000
+#: The most candidates a text search looks through for hits that pass the filters.
+_SEARCH_WINDOW = 10_000
 #: Stored traces indexed per page while migrating.
 _PAGE = 500
 #: Ids per ``IN (...)`` list.
@@ -103,24 +110,34 @@ class TextEngine:
 
     #: A label for logs and docs.
     name: str
-    #: The statements creating the index (``IF NOT EXISTS``).
+    #: The statements creating the index (``IF NOT EXISTS``), and dropping it.
     create: tuple[str, ...]
+    drop: tuple[str, ...]
     #: The index's column holding the row's ``traces.seq``.
     key: str
     #: Inserting one row's text: (seq, text) parameters.
     insert: str
-    #: The search: ``{where}`` is the caller's filter on ``traces t``; its parameters are
-    #: (match, *where's, k). Rows are (id, rank), best first.
+    #: How many indexed traces hold a word: (word,) parameters, one row of one count.
+    frequency: str
+    #: The best matches: (match, k) parameters; rows (id, rank), best first (ties: the
+    #: older first).
     search: str
 
     def match(self, terms: Sequence[str]) -> str:
-        """The match expression for ``terms`` (words made of word characters only)."""
+        """The match expression for any of ``terms`` (words of word characters only)."""
         raise NotImplementedError
+
+    def word(self, term: str) -> str:
+        """The match expression for one word."""
+        return self.match([term])
 
 
 class _Fts5(TextEngine):
     def match(self, terms: Sequence[str]) -> str:
         return " OR ".join(f'"{term}"' for term in terms)
+
+    def word(self, term: str) -> str:
+        return term  # fts5vocab holds the words as the tokenizer made them
 
 
 class _PostgresText(TextEngine):
@@ -128,18 +145,23 @@ class _PostgresText(TextEngine):
         return " | ".join(f"'{term}'" for term in terms)
 
 
+# Words as they are, no stemming, in both databases: on the tau-bench conversations the
+# stemmed index found fewer same-task attempts (docs/mcp.md), and a word's count is then one
+# look-up in the index's vocabulary.
 FTS5 = _Fts5(
     name="SQLite FTS5",
     create=(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text USING fts5(body, "
-        "tokenize = 'porter unicode61')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text USING fts5(body, tokenize = 'unicode61')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text_words USING fts5vocab(trace_text, row)",
     ),
+    drop=("DROP TABLE IF EXISTS trace_text_words", "DROP TABLE IF EXISTS trace_text"),
     key="rowid",
     insert="INSERT INTO trace_text (rowid, body) VALUES (?, ?)",
-    # bm25 is lower for a better match; ties in the order the traces were added.
-    search="SELECT t.id, -bm25(trace_text) AS rank FROM trace_text "
-    "JOIN traces t ON t.seq = trace_text.rowid "
-    "WHERE trace_text MATCH ? AND {where} ORDER BY bm25(trace_text), t.seq LIMIT ?",
+    frequency="SELECT doc FROM trace_text_words WHERE term = ?",
+    # bm25 is lower for a better match. The best are taken from the index alone, then named.
+    search="SELECT t.id, -x.rank FROM (SELECT rowid AS seq, bm25(trace_text) AS rank "
+    "FROM trace_text WHERE trace_text MATCH ? ORDER BY rank, rowid LIMIT ?) AS x "
+    "JOIN traces t ON t.seq = x.seq ORDER BY x.rank, x.seq",
 )
 POSTGRES_TEXT = _PostgresText(
     name="PostgreSQL full-text search",
@@ -147,12 +169,17 @@ POSTGRES_TEXT = _PostgresText(
         "CREATE TABLE IF NOT EXISTS trace_text (seq bigint PRIMARY KEY, body tsvector NOT NULL)",
         "CREATE INDEX IF NOT EXISTS trace_text_body ON trace_text USING gin (body)",
     ),
+    drop=("DROP TABLE IF EXISTS trace_text",),
     key="seq",
-    insert="INSERT INTO trace_text (seq, body) VALUES (%s, to_tsvector('english', %s)) "
+    insert="INSERT INTO trace_text (seq, body) VALUES (%s, to_tsvector('simple', %s)) "
     "ON CONFLICT (seq) DO NOTHING",
-    search="SELECT t.id, ts_rank(x.body, q.q) AS rank "
-    "FROM to_tsquery('english', %s) AS q(q) JOIN trace_text x ON x.body @@ q.q "
-    "JOIN traces t ON t.seq = x.seq WHERE {where} ORDER BY rank DESC, t.seq LIMIT %s",
+    frequency="SELECT count(*) FROM trace_text WHERE body @@ to_tsquery('simple', %s)",
+    # Normalisation 1: the rank divided by 1 + log(the text's length), as bm25 prefers the
+    # shorter of two texts holding the same words.
+    search="SELECT t.id, x.rank FROM (SELECT seq, ts_rank(body, q.q, 1) AS rank "
+    "FROM trace_text, to_tsquery('simple', %s) AS q(q) WHERE body @@ q.q "
+    "ORDER BY rank DESC, seq LIMIT %s) AS x "
+    "JOIN traces t ON t.seq = x.seq ORDER BY x.rank DESC, x.seq",
 )
 
 
@@ -224,7 +251,8 @@ class FullTextMixin:
                 recorded,
                 TEXT_SCHEME,
             )
-            self._execute("DELETE FROM trace_text")
+            for statement in (*engine.drop, *engine.create):
+                self._execute(statement)
         missing = self._select(
             f"SELECT COUNT(*) FROM traces WHERE seq NOT IN (SELECT {engine.key} FROM trace_text)"
         )[0][0]
@@ -308,7 +336,14 @@ class FullTextMixin:
         """Up to ``k`` (id, rank) of the stored traces whose task holds any of ``terms``
         (:func:`query_terms`' words), best first, among those that ``viewer`` may see and that
         pass the filters (as :func:`~._recall.search_similar` takes them). Empty where the
-        database has no full-text search."""
+        database has no full-text search.
+
+        The index ranks every trace holding a word it is asked for, so the words asked for are
+        the rarest whose traces add up to at most :data:`POSTINGS` (always the rarest one): a
+        word in most traces weighs next to nothing in the rank and would cost the most. The
+        search widens (from 2k, 4x at a time) until ``k`` pass the filters or the index has no
+        more.
+        """
         engine = self.text_engine
         if engine is None or not terms:
             return []
@@ -317,11 +352,37 @@ class FullTextMixin:
                 self._ensure_text()
         if self._text_missing is not None:
             return []
-        where, params = self._recall_filter(viewer, success_only, domain, min_value)
-        rows = self._select(
-            engine.search.format(where=where), [engine.match(terms), *params, int(k)]
-        )
-        return [(str(trace_id), float(rank)) for trace_id, rank in rows]
+        match = engine.match(self._affordable(engine, terms))
+        width = 2 * k  # filters usually leave most: one query, seldom two
+        while True:
+            rows = self._select(engine.search, [match, width])
+            passing = self.passing(
+                [str(row[0]) for row in rows],
+                viewer,
+                success_only=success_only,
+                domain=domain,
+                min_value=min_value,
+            )
+            kept = [(str(i), float(rank)) for i, rank in rows if str(i) in passing]
+            if len(kept) >= k or len(rows) < width or width >= _SEARCH_WINDOW:
+                return kept[:k]
+            width *= 4
+
+    def _affordable(self, engine: TextEngine, terms: Sequence[str]) -> list[str]:
+        """The rarest of ``terms`` whose traces add up to at most :data:`POSTINGS` (at least
+        the rarest one), in the query's order."""
+        counts: dict[str, int] = {}
+        for term in terms:
+            rows = self._select(engine.frequency, [engine.word(term)])
+            counts[term] = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        kept: set[str] = set()
+        total = 0
+        for term in sorted(terms, key=lambda t: (counts[t], terms.index(t))):
+            if kept and total + counts[term] > POSTINGS:
+                break
+            kept.add(term)
+            total += counts[term]
+        return [term for term in terms if term in kept]
 
     def passing(
         self,

@@ -11,9 +11,10 @@ only, a domain, a least value), so a filtered-out trace never takes a place:
   sentence vector blurs (a reservation code, a user id, a city).
 
 Their rankings are fused by reciprocal rank (:data:`RRF_K`): a trace's score is the sum of
-``1 / (RRF_K + rank)`` over the rankings it is in. ``prefer="successful"`` adds a third
-ranking of the same candidates, successful runs first and then by stored value, so a good
-attempt at the task goes before a failed one that is as similar. Each hit says how it was
+``1 / (RRF_K + rank)`` over the rankings it is in. ``prefer="successful"`` puts every
+successful attempt among the candidates before those that failed, and adds a third ranking
+of the candidates to the fusion, successful first and then by stored value, so of two
+attempts about as relevant the one worth more goes first. Each hit says how it was
 found (``vector``, ``text`` or ``both``) and its rank in each. A query with no word to search
 for (only stop words or punctuation) is answered with no hit and the reason. Each hit carries
 a compact rendering of its steps cut to a token budget, so a handful fits in an agent's
@@ -51,6 +52,8 @@ __all__ = [
     "check_query",
     "fence_for",
     "fenced_example",
+    "fused_order",
+    "fused_rankings",
     "one_line",
     "query_vector",
     "quoted",
@@ -251,23 +254,11 @@ def ranked_search(
     vector = query_vector(kb, embedder, query)
     by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
     by_text = [trace_id for trace_id, _ in kb.search_text(terms, depth, viewer, **filters)]
-    rankings = [
-        {trace_id: rank for rank, (trace_id, _) in enumerate(by_vector, start=1)},
-        {trace_id: rank for rank, trace_id in enumerate(by_text, start=1)},
-    ]
-    candidates = list(dict.fromkeys([*rankings[0], *rankings[1]]))
+    facts: dict[str, tuple[float | None, bool]] | None = None
     if prefer == "successful":
-        facts = kb.passing(candidates, viewer)
-
-        def quality(trace_id: str) -> tuple[bool, float, tuple[float, int, int, str]]:
-            value, succeeded = facts.get(trace_id, (None, False))
-            # Successful first, then by value (none recorded: last), then as fused.
-            worth = -1.0 if value is None else value
-            return (not succeeded, -worth, _fused(trace_id, rankings[:2]))
-
-        best = sorted(candidates, key=quality)
-        rankings.append({trace_id: rank for rank, trace_id in enumerate(best, start=1)})
-    ordered = sorted(candidates, key=lambda trace_id: _fused(trace_id, rankings))[:k]
+        facts = kb.passing(list(dict.fromkeys([*(i for i, _ in by_vector), *by_text])), viewer)
+    rankings = fused_rankings([trace_id for trace_id, _ in by_vector], by_text, facts)
+    ordered = fused_order(rankings, facts)[:k]
     similarity = dict(by_vector)
     hits: list[RankedHit] = []
     for trace_id in ordered:
@@ -290,6 +281,44 @@ def ranked_search(
     return hits, reason
 
 
+def fused_rankings(
+    by_vector: Sequence[str],
+    by_text: Sequence[str],
+    facts: dict[str, tuple[float | None, bool]] | None = None,
+) -> list[dict[str, int]]:
+    """The rankings fused (id -> rank, 1 = first): by vector, by text and, with ``facts``
+    (id -> (value, succeeded), as :meth:`~knowledgepulse.kb.KnowledgeBase.passing` gives
+    them), the candidates of both by worth: successful first, then by value (none recorded:
+    last), then as the first two fuse."""
+    rankings = [
+        {trace_id: rank for rank, trace_id in enumerate(by_vector, start=1)},
+        {trace_id: rank for rank, trace_id in enumerate(by_text, start=1)},
+    ]
+    if facts is not None:
+        known = facts
+
+        def worth(trace_id: str) -> tuple[bool, float, tuple[float, int, int, str]]:
+            value, succeeded = known.get(trace_id, (None, False))
+            return (not succeeded, -(-1.0 if value is None else value), _fused(trace_id, rankings))
+
+        candidates = list(dict.fromkeys([*rankings[0], *rankings[1]]))
+        best = sorted(candidates, key=worth)
+        rankings.append({trace_id: rank for rank, trace_id in enumerate(best, start=1)})
+    return rankings
+
+
+def fused_order(
+    rankings: list[dict[str, int]], facts: dict[str, tuple[float | None, bool]] | None = None
+) -> list[str]:
+    """Every id of the rankings, best fused score first (ties: vector rank, text rank, id);
+    with ``facts``, every successful attempt before those that failed."""
+    candidates = list(dict.fromkeys(trace_id for ranking in rankings for trace_id in ranking))
+    ordered = sorted(candidates, key=lambda trace_id: _fused(trace_id, rankings))
+    if facts is None:
+        return ordered
+    return sorted(ordered, key=lambda trace_id: not facts.get(trace_id, (None, False))[1])
+
+
 def _fused(trace_id: str, rankings: list[dict[str, int]]) -> tuple[float, int, int, str]:
     """A sort key: the fused score (negated), then the best vector rank, text rank, id."""
     score = sum(1.0 / (RRF_K + ranking[trace_id]) for ranking in rankings if trace_id in ranking)
@@ -301,11 +330,11 @@ def _vector_ranking(
     kb: KnowledgeBase, vector: FloatArray, depth: int, viewer: Any, filters: dict[str, Any]
 ) -> list[tuple[str, float]]:
     """Up to ``depth`` (id, cosine) nearest to ``vector`` among the traces that ``viewer`` may
-    see and that pass the filters: the search widens (4x at a time, up to
+    see and that pass the filters: the search widens (from 2x, 4x at a time, up to
     :data:`_SEARCH_WINDOW` candidates) until it has them, so a filtered-out trace never takes
     a place."""
     total = len(kb)
-    width = depth
+    width = 2 * depth  # filters usually leave most: one search, seldom two
     checked: set[str] = set()
     passing: set[str] = set()
     while total:
