@@ -23,7 +23,6 @@ from knowledgepulse.kb import (
     open_knowledge_base,
 )
 from knowledgepulse.kb._fulltext import FTS5, TEXT_SCHEME
-from knowledgepulse.kb._sql import SQLKnowledgeBase
 from knowledgepulse.kb._recall import (
     NO_WORDS,
     fused_order,
@@ -32,6 +31,7 @@ from knowledgepulse.kb._recall import (
     render_steps,
     search_similar,
 )
+from knowledgepulse.kb._sql import SQLKnowledgeBase
 
 STEPS: list[dict[str, Any]] = [
     {"type": "thought", "content": "Find the booking first."},
