@@ -28,6 +28,7 @@ from ..api_models import (
 from ..compare import TraceComparison
 from ..importers import format_names
 from ..kb import ApiKey, is_server_url
+from ..tasks import task_text
 from ._app import ServiceState, stop_point
 from ._bodies import RequestProblem, parse_json, problem, refuse_unstorable_ids, traces_of
 from ._limits import read_body
@@ -310,10 +311,15 @@ def _search(state: ServiceState, key: ApiKey, body: bytes) -> SearchResponse:
         except RequestProblem as exc:
             problems = [problem(_under("trace", p.path), p.message) for p in exc.problems]
             raise RequestProblem(f"invalid trace: {problems[0]}", problems) from None
-        text = trace.embedding_text
+        text = task_text(trace).text
     assert text is not None
     k = min(query.k, state.settings.max_k)
-    return SearchResponse(hits=state.engine.search(text, k, key.viewer))
+    try:
+        hits, reason = state.engine.search(text, k, key.viewer, query.prefer)
+    except ValueError as exc:  # a text over recall's limit, or blank
+        wrong = problem("text", str(exc).removeprefix("query: "))
+        raise RequestProblem(f"invalid search: text: {wrong.message}", [wrong]) from None
+    return SearchResponse(hits=hits, reason=reason)
 
 
 def _under(prefix: str, path: str) -> str:
