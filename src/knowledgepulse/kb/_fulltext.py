@@ -2,8 +2,9 @@
 
 Vectors find what a task is about; words find its entities (a reservation code, a user id, a
 city), which a sentence vector blurs. Recall (:mod:`._recall`) fuses both. Each stored trace's
-indexed text is its task text (:func:`knowledgepulse.tasks.task_text`: the objective and the
-user's turns) and its domain, kept in a table beside ``traces`` keyed by the row's ``seq``:
+indexed text is its task text (:func:`knowledgepulse.tasks.task_text`: the objective, weighed
+2.5 times the rest, then the user's turns) and its domain, kept in a table beside ``traces``
+keyed by the row's ``seq``:
 
 - SQLite: ``trace_text``, an FTS5 table (``unicode61`` tokenizer), ranked by ``bm25``, and
   ``trace_text_words``, its vocabulary (``fts5vocab``);
@@ -45,11 +46,12 @@ logger = logging.getLogger("knowledgepulse")
 
 #: What the index holds and how it is made: recorded in ``kb_meta`` as ``text_index``;
 #: another value there means the index is made anew.
-TEXT_SCHEME = "task-text/1"
+TEXT_SCHEME = "objective+task-text/1"
 #: The most words of a query that are searched (a task description, not a document).
 MAX_TERMS = 64
-#: The most index entries one text search ranks (see :meth:`FullTextMixin.search_text`).
-POSTINGS = 20_000
+#: The most index entries one text search ranks (see :meth:`FullTextMixin.search_text`):
+#: FTS5 ranks ~3 µs an entry on 2 busy cores, so 5,000 keep a search near 15 ms.
+POSTINGS = 5_000
 #: The most candidates a text search looks through for hits that pass the filters.
 _SEARCH_WINDOW = 10_000
 #: Stored traces indexed per page while migrating.
@@ -85,23 +87,26 @@ def query_terms(text: str) -> list[str]:
     return list(terms)
 
 
-def indexed_text(trace: Any) -> str:
-    """What is indexed of a stored trace (a mapping, as stored): its task text and its domain;
-    the objective alone for a row that is no valid trace, "" for one with none."""
+def indexed_text(trace: Any) -> tuple[str, str]:
+    """What is indexed of a stored trace (a mapping, as stored): its objective, and the rest of
+    its task text (the user's turns) with its domain. A row that is no valid trace gives its
+    objective alone; one without, empty texts."""
     from .._schema import ReasoningTrace
     from ..tasks import task_text
 
     if not isinstance(trace, dict):
-        return ""
+        return "", ""
     metadata = trace.get("metadata")
     domain = metadata.get("task_domain") if isinstance(metadata, dict) else None
+    task = trace.get("task")
+    objective = task.get("objective") if isinstance(task, dict) else None
+    objective = objective if isinstance(objective, str) else ""
     try:
         text = task_text(ReasoningTrace.model_validate(trace)).text
     except (ValueError, KnowledgePulseError):  # pydantic's ValidationError is a ValueError
-        task = trace.get("task")
-        objective = task.get("objective") if isinstance(task, dict) else None
-        text = objective if isinstance(objective, str) else ""
-    return f"{text}\n{domain}" if isinstance(domain, str) else text
+        text = objective
+    rest = text[len(objective) :] if text.startswith(objective) else text
+    return objective[: len(text)], f"{rest}\n{domain}" if isinstance(domain, str) else rest
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ class TextEngine:
     drop: tuple[str, ...]
     #: The index's column holding the row's ``traces.seq``.
     key: str
-    #: Inserting one row's text: (seq, text) parameters.
+    #: Inserting one row's text: (seq, objective, rest) parameters.
     insert: str
     #: How many indexed traces hold a word: (word,) parameters, one row of one count.
     frequency: str
@@ -147,19 +152,21 @@ class _PostgresText(TextEngine):
 
 # Words as they are, no stemming, in both databases: on the tau-bench conversations the
 # stemmed index found fewer same-task attempts (docs/mcp.md), and a word's count is then one
-# look-up in the index's vocabulary.
+# look-up in the index's vocabulary. A query is a task description, so a word of the
+# objective weighs 2.5 times one of the rest (PostgreSQL's weights A and B: 1.0 and 0.4).
 FTS5 = _Fts5(
     name="SQLite FTS5",
     create=(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text USING fts5(body, tokenize = 'unicode61')",
+        "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text USING fts5(objective, body, "
+        "tokenize = 'unicode61')",
         "CREATE VIRTUAL TABLE IF NOT EXISTS trace_text_words USING fts5vocab(trace_text, row)",
     ),
     drop=("DROP TABLE IF EXISTS trace_text_words", "DROP TABLE IF EXISTS trace_text"),
     key="rowid",
-    insert="INSERT INTO trace_text (rowid, body) VALUES (?, ?)",
+    insert="INSERT INTO trace_text (rowid, objective, body) VALUES (?, ?, ?)",
     frequency="SELECT doc FROM trace_text_words WHERE term = ?",
     # bm25 is lower for a better match. The best are taken from the index alone, then named.
-    search="SELECT t.id, -x.rank FROM (SELECT rowid AS seq, bm25(trace_text) AS rank "
+    search="SELECT t.id, -x.rank FROM (SELECT rowid AS seq, bm25(trace_text, 2.5, 1.0) AS rank "
     "FROM trace_text WHERE trace_text MATCH ? ORDER BY rank, rowid LIMIT ?) AS x "
     "JOIN traces t ON t.seq = x.seq ORDER BY x.rank, x.seq",
 )
@@ -171,7 +178,8 @@ POSTGRES_TEXT = _PostgresText(
     ),
     drop=("DROP TABLE IF EXISTS trace_text",),
     key="seq",
-    insert="INSERT INTO trace_text (seq, body) VALUES (%s, to_tsvector('simple', %s)) "
+    insert="INSERT INTO trace_text (seq, body) VALUES (%s, "
+    "setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B')) "
     "ON CONFLICT (seq) DO NOTHING",
     frequency="SELECT count(*) FROM trace_text WHERE body @@ to_tsquery('simple', %s)",
     # Normalisation 1: the rank divided by 1 + log(the text's length), as bm25 prefers the
@@ -287,7 +295,7 @@ class FullTextMixin:
                 return
             self._executemany(
                 engine.insert,
-                [(seq, indexed_text(self.dialect.json_in(trace))) for seq, trace in rows],
+                [(seq, *indexed_text(self.dialect.json_in(trace))) for seq, trace in rows],
             )
             after = rows[-1][0]
 
@@ -313,7 +321,7 @@ class FullTextMixin:
             )
             self._executemany(
                 engine.insert,
-                [(seq, indexed_text(self.dialect.json_in(trace))) for seq, trace in rows],
+                [(seq, *indexed_text(self.dialect.json_in(trace))) for seq, trace in rows],
             )
 
     def _forget_texts(self) -> None:
