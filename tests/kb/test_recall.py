@@ -366,3 +366,27 @@ def test_without_fts5_recall_is_by_vector_alone_and_says_so_once(
     warned = [r.getMessage() for r in caplog.records]
     assert len(warned) == 1 and "no full-text search (SQLite " in warned[0]
     assert warned[0].endswith("no such module: fts5_absent); recall is by vector alone")
+
+
+def test_an_index_made_another_way_is_made_anew(
+    kb_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = check_embedder(HashingEmbedder())
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        assert isinstance(kb, SQLKnowledgeBase) and kb.text_engine is not None
+        kb.add_many(AIRLINE)
+        with kb._write():  # an index of another layout, recorded as another scheme
+            for statement in kb.text_engine.drop:
+                kb._execute(statement)
+            kb._execute("CREATE TABLE trace_text (seq BIGINT PRIMARY KEY, words TEXT)")
+            kb._execute("UPDATE kb_meta SET value = 'task-text/0' WHERE key = 'text_index'")
+    with open_knowledge_base(kb_location, None, create=False) as kb, caplog.at_level("WARNING"):
+        assert isinstance(kb, SQLKnowledgeBase)
+        found = search_similar(kb, embedder, "HXDUBJ", k=1)
+        assert (found[0].id, found[0].text_rank) == ("kp:trace:hxd", 1)
+        assert kb._meta()["text_index"] == TEXT_SCHEME
+    said = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+    assert said == [
+        f"the text index was made as task-text/0; remaking it as {TEXT_SCHEME}",
+        f"indexing the task text of 4 stored traces for full-text search ({kb.text_engine.name})",
+    ]

@@ -242,6 +242,17 @@ class FullTextMixin:
         engine = self.text_engine
         if self._text_ready or engine is None:
             return
+        recorded = self._meta().get("text_index")
+        if recorded is not None and recorded != TEXT_SCHEME:
+            logger.warning(
+                "%s: the text index was made as %s; remaking it as %s",
+                self.location,
+                recorded,
+                TEXT_SCHEME,
+            )
+            # Dropped before it is made: another scheme's tables may lack a column of this one.
+            for statement in engine.drop:
+                self._execute(statement)
         missing_reason = self._create_text_index(engine)
         if missing_reason is not None:
             self._text_missing = missing_reason
@@ -251,16 +262,6 @@ class FullTextMixin:
             )  # fmt: skip
             self._text_ready = True
             return
-        recorded = self._meta().get("text_index")
-        if recorded is not None and recorded != TEXT_SCHEME:
-            logger.warning(
-                "%s: the text index was made as %s; remaking it as %s",
-                self.location,
-                recorded,
-                TEXT_SCHEME,
-            )
-            for statement in (*engine.drop, *engine.create):
-                self._execute(statement)
         missing = self._select(
             f"SELECT COUNT(*) FROM traces WHERE seq NOT IN (SELECT {engine.key} FROM trace_text)"
         )[0][0]
