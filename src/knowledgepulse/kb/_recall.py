@@ -219,8 +219,10 @@ class RankedHit:
 
 
 def query_vector(kb: KnowledgeBase, embedder: Any, query: str) -> FloatArray:
-    """The query as the base's vectors are made: a unit vector of ``embedder``'s."""
-    del kb  # the base's own calibration, when it has one, is applied here
+    """The query as the base's vectors are made: a unit vector of ``embedder``'s. Where the
+    base records a calibration of its vectors (a centring mean of the task facet), it belongs
+    here: the query must be made as the stored vectors were."""
+    del kb  # no calibration recorded yet
     vector = np.asarray(embedder.embed([query])[0], dtype=np.float32)
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
