@@ -22,7 +22,7 @@ from knowledgepulse.kb import (
     Viewer,
     open_knowledge_base,
 )
-from knowledgepulse.kb._fulltext import FTS5, TEXT_SCHEME
+from knowledgepulse.kb._fulltext import FTS5, TEXT_SCHEME, query_terms
 from knowledgepulse.kb._recall import (
     NO_WORDS,
     fused_order,
@@ -391,3 +391,12 @@ def test_an_index_made_another_way_is_made_anew(
         "indexing the task text of 4 stored traces for full-text search "
         f"({kb.text_engine and kb.text_engine.name})",
     ]
+
+
+def test_a_query_in_another_language_finds_its_words(kb_location: str) -> None:
+    embedder = check_embedder(HashingEmbedder())
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many([*AIRLINE, _stored("kp:trace:fr", "Réserver un vol pour Séville, réf. ZQ81")])
+        found = search_similar(kb, embedder, "réserver vol Séville", k=1)
+        assert [(h.id, h.found_by, h.text_rank) for h in found] == [("kp:trace:fr", "both", 1)]
+        assert [i for i, _ in kb.search_text(query_terms("预订 ZQ81"), 5)] == ["kp:trace:fr"]
