@@ -663,6 +663,20 @@ def main() -> None:
         help="traces in the base of the MCP latency figures (default 20,000; --quick 5,000)",
     )
     parser.add_argument(
+        "--recall-traces",
+        type=int,
+        metavar="N",
+        help="traces in the base of the recall latency figure, part of the mcp section "
+        "(default 100,000; --quick 10,000)",
+    )
+    parser.add_argument(
+        "--recall-base",
+        type=Path,
+        metavar="PATH",
+        help="keep the recall latency base there and reuse it in a later run (10^5 traces "
+        "and their HNSW graph took ~14 min to build on 2 busy cores)",
+    )
+    parser.add_argument(
         "--curate-copies",
         type=int,
         metavar="N",
@@ -756,7 +770,9 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         bench_kb_score(args.quick)
     if "mcp" not in skip:
         from ._mcp import bench_mcp
+        from ._recall import bench_recall
 
+        bench_recall(args.quick, args.tau_bench, args.recall_traces, args.recall_base)
         bench_mcp(args.quick, args.tau_bench, args.mcp_traces)
     if "copy-hashing" not in skip:
         from ._copy_hashing import bench_copy_hashing

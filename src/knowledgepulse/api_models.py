@@ -163,25 +163,47 @@ class SearchRequest(_Answer):
 
     text: str | None = Field(default=None, min_length=1)
     trace: dict[str, Any] | None = Field(
-        default=None, description="A ReasoningTrace: search by its embedding text."
+        default=None, description="A ReasoningTrace: search by its task text."
     )
     k: int = Field(default=10, ge=1, le=1000)
+    prefer: Literal["relevant", "successful"] = Field(
+        default="relevant",
+        description="relevant: by the query alone; successful: successful, high-value "
+        "attempts first among the traces found.",
+    )
 
 
 class SearchHit(_Answer):
-    """A trace found by ``POST /v1/search``, and how similar it is to the query."""
+    """A trace found by ``POST /v1/search``, how similar it is to the query and how it was
+    found."""
 
     id: str
     similarity: float
     value: float | None
     domain: str | None
     objective: str | None
+    found_by: Literal["vector", "text", "both"] | None = Field(
+        default=None,
+        description="Which search found it: the vector search, the full-text search of the "
+        "stored tasks, or both (null in kp view, which matches words).",
+    )
+    vector_rank: int | None = Field(
+        default=None, description="Its rank in the vector search (1 = first; null: not there)."
+    )
+    text_rank: int | None = Field(
+        default=None, description="Its rank in the full-text search (1 = first; null: not there)."
+    )
 
 
 class SearchResponse(_Answer):
-    """``POST /v1/search``: the traces found, most similar first."""
+    """``POST /v1/search``: the traces found, best first."""
 
     hits: list[SearchHit]
+    reason: str | None = Field(
+        default=None,
+        description="Why nothing was found, when nothing was (a query of only stop words or "
+        "punctuation, or no match).",
+    )
 
 
 class KeyInfo(_Answer):

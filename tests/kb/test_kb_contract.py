@@ -187,7 +187,8 @@ def test_a_base_offers_the_knowledge_base_protocol_and_nothing_else_public(
     added to one backend only, or left out of the protocol, fails here."""
     with open_knowledge_base(kb_location, IDENTITY) as kb:
         offered = {name for name in dir(kb) if not name.startswith("_")}
-    backend_own = {"dialect", "path", "url"}  # the SQL frame's dialect, the location given
+    # The SQL frame's dialect and full-text engine, the location given.
+    backend_own = {"dialect", "text_engine", "path", "url"}
     assert offered - backend_own == {name for name in dir(KnowledgeBase) if name[0] != "_"}
 
 

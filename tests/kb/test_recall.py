@@ -3,6 +3,8 @@ the GenAI memory spans of searches and contributions."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,20 @@ from knowledgepulse.embedding import check_embedder
 from knowledgepulse.kb import (
     EmbeddingIdentity,
     KnowledgeBaseMismatchError,
+    StoredTrace,
     Viewer,
     open_knowledge_base,
 )
-from knowledgepulse.kb._recall import one_line, render_steps, search_similar
+from knowledgepulse.kb._fulltext import FTS5, TEXT_SCHEME, query_terms
+from knowledgepulse.kb._recall import (
+    NO_WORDS,
+    fused_order,
+    fused_rankings,
+    one_line,
+    render_steps,
+    search_similar,
+)
+from knowledgepulse.kb._sql import SQLKnowledgeBase
 
 STEPS: list[dict[str, Any]] = [
     {"type": "thought", "content": "Find the booking first."},
@@ -190,3 +202,201 @@ def test_search_and_contribution_spans(base: Path) -> None:
     assert create.name == "create_memory knowledge-base"
     assert (create.attributes or {})["error.type"] == "ValueError"
     assert create.status.status_code.name == "ERROR"
+
+
+# -- fusion of the vector and full-text searches (issue 34) ---------------------------------
+
+
+def test_fused_rankings_add_reciprocal_ranks_and_prefer_successful_attempts() -> None:
+    by_vector, by_text = ["a", "b", "c", "d"], ["c", "a"]
+    # a: 1/61 + 1/62, c: 1/63 + 1/61, b: 1/62, d: 1/64.
+    assert fused_order(fused_rankings(by_vector, by_text)) == ["a", "c", "b", "d"]
+    facts = {"a": (0.2, False), "b": (0.9, True), "c": (0.5, True), "d": (None, True)}
+    rankings = fused_rankings(by_vector, by_text, facts)
+    assert rankings[2] == {"b": 1, "c": 2, "d": 3, "a": 4}  # successful first, then by value
+    # c: 1/63 + 1/61 + 1/62 = 0.048395 beats a: 1/61 + 1/62 + 1/64 = 0.048147.
+    assert fused_order(rankings) == ["c", "a", "b", "d"]
+    # Preferred: every successful attempt before one that failed.
+    assert fused_order(rankings, facts) == ["c", "b", "d", "a"]
+    assert fused_order(fused_rankings([], [])) == []
+
+
+def _stored(
+    trace_id: str, objective: str, *, success: bool = True, value: float = 0.5
+) -> StoredTrace:
+    trace = _trace(trace_id, objective, success=success).to_dict()
+    vector = HashingEmbedder().embed([objective])[0]
+    return StoredTrace(id=trace_id, trace=trace, vector=vector, record={"score": value})
+
+
+AIRLINE = [
+    _stored("kp:trace:hxd", "Change my flight in reservation HXDUBJ today", value=0.6),
+    _stored("kp:trace:cancel", "Cancel the flight in my reservation", value=0.9),
+    _stored("kp:trace:failed", "Change flight reservation HXDUBJ", success=False, value=0.3),
+    _stored("kp:trace:bags", "Add two checked bags to the booking", value=0.5),
+]
+
+
+def test_hits_say_how_they_were_found_on_both_backends(kb_location: str) -> None:
+    embedder = check_embedder(HashingEmbedder())
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many(AIRLINE)
+        found = search_similar(kb, embedder, "Change my flight in reservation HXDUBJ", k=3)
+        assert [(h.id, h.found_by, h.vector_rank, h.text_rank) for h in found] == [
+            ("kp:trace:hxd", "both", 1, 1),
+            ("kp:trace:cancel", "both", 2, 2),
+            ("kp:trace:bags", "vector", 3, None),  # no word of the query
+        ]
+        assert found.reason is None
+        assert found[0].to_dict()["found_by"] == "both" and found[0].to_dict()["text_rank"] == 1
+        # The failed attempt is the closest by both searches; without success_only it leads.
+        every = search_similar(kb, embedder, "Change flight reservation HXDUBJ", k=2,
+                               success_only=False)  # fmt: skip
+        assert [h.id for h in every] == ["kp:trace:failed", "kp:trace:hxd"]
+        # prefer="successful": the successful attempts first, by value among the candidates.
+        preferred = search_similar(kb, embedder, "Change flight reservation HXDUBJ", k=2,
+                                   success_only=False, prefer="successful")  # fmt: skip
+        assert [h.id for h in preferred] == ["kp:trace:hxd", "kp:trace:cancel"]
+        assert [i for i, _ in kb.search_text(["hxdubj"], 5)] == ["kp:trace:failed", "kp:trace:hxd"]
+        assert [i for i, _ in kb.search_text(["hxdubj"], 5, success_only=True)] == ["kp:trace:hxd"]
+        assert kb.search_text(["hxdubj"], 5, min_value=0.7) == []
+
+
+def test_a_query_of_stop_words_or_punctuation_is_answered_empty_with_the_reason(
+    base: Path,
+) -> None:
+    for query in ("the of and to", "?!… --- ...", "Is it?"):
+        found = knowledgepulse.recall(query, kb=base, embedder=HashingEmbedder())
+        assert (list(found), found.prompt, found.reason) == ([], "", NO_WORDS)
+    assert NO_WORDS.startswith("the query holds no word to search for (only stop words or")
+
+
+def test_recall_is_a_sequence_of_its_hits(base: Path) -> None:
+    found = knowledgepulse.recall(
+        "Refund a cancelled flight", kb=base, k=2, embedder=HashingEmbedder()
+    )
+    assert isinstance(found, Sequence) and len(found) == 2
+    assert found[0] is found.hits[0] and found[-1] is found.hits[1]
+    assert found[:1] == [found.hits[0]] and list(found) == found.hits
+    assert found.index(found.hits[1]) == 1 and found.hits[0] in found
+    with pytest.raises(IndexError):
+        found[2]
+
+
+def test_words_find_a_trace_the_vectors_rank_out_of_reach(tmp_path: Path) -> None:
+    """More than the vector search's candidates sit nearer the query than the trace holding
+    its rare word; the full-text search finds it (found by text alone, its cosine computed)."""
+    embedder = check_embedder(HashingEmbedder())
+    query = "Refund booking QX7Z"
+    near = HashingEmbedder().embed(["Refund booking"])[0]
+    fillers = [
+        StoredTrace(id=f"kp:trace:f{i}", trace=_trace(f"kp:trace:f{i}", "Seat").to_dict(),
+                    vector=near)
+        for i in range(120)
+    ]  # fmt: skip
+    with open_knowledge_base(tmp_path / "kb.sqlite", EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many([*fillers, _stored("kp:trace:rare", "Seat change QX7Z")])
+        found = search_similar(kb, embedder, query, k=2)
+    # Both first in their ranking: 1/61 each; the tie goes to the vector's first.
+    assert (found[0].id, found[0].found_by, found[0].vector_rank, found[0].text_rank) == (
+        "kp:trace:f0", "vector", 1, None
+    )  # fmt: skip
+    rare = found[1]
+    assert (rare.id, rare.found_by, rare.vector_rank, rare.text_rank) == (
+        "kp:trace:rare", "text", None, 1
+    )  # fmt: skip
+    assert rare.similarity == pytest.approx(
+        float(
+            HashingEmbedder().embed([query])[0] @ HashingEmbedder().embed(["Seat change QX7Z"])[0]
+        )
+    )
+
+
+def test_a_base_from_before_the_text_index_is_indexed_once(
+    kb_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = check_embedder(HashingEmbedder())
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        assert isinstance(kb, SQLKnowledgeBase)
+        kb.add_many(AIRLINE)
+        engine = kb.text_engine
+        assert engine is not None
+        with kb._write():  # the layout of a base made before the index existed
+            for statement in engine.drop:
+                kb._execute(statement)
+            kb._execute("DELETE FROM kb_meta WHERE key = 'text_index'")
+    with open_knowledge_base(kb_location, None, create=False) as kb, caplog.at_level("WARNING"):
+        assert isinstance(kb, SQLKnowledgeBase)
+        found = search_similar(kb, embedder, "Change my flight in reservation HXDUBJ", k=3)
+        assert [(h.id, h.found_by) for h in found][:2] == [
+            ("kp:trace:hxd", "both"), ("kp:trace:cancel", "both")
+        ]  # fmt: skip
+        assert len(kb) == 4 and kb._meta()["text_index"] == TEXT_SCHEME
+    messages = [r.getMessage() for r in caplog.records if "indexing" in r.getMessage()]
+    assert len(messages) == 1
+    assert messages[0].endswith(
+        f"indexing the task text of 4 stored traces for full-text search ({engine.name})"
+    )
+    with open_knowledge_base(kb_location, None, create=False) as kb, caplog.at_level("WARNING"):
+        caplog.clear()
+        search_similar(kb, embedder, "HXDUBJ", k=1)
+        assert caplog.records == []  # indexed once
+
+
+def test_without_fts5_recall_is_by_vector_alone_and_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from knowledgepulse.kb._sqlite import SQLiteKnowledgeBase
+
+    # A module SQLite does not have, as in a build without SQLITE_ENABLE_FTS5.
+    missing = replace(FTS5, create=("CREATE VIRTUAL TABLE trace_text USING fts5_absent(body)",))
+    monkeypatch.setattr(SQLiteKnowledgeBase, "text_engine", missing)
+    embedder = check_embedder(HashingEmbedder())
+    identity = EmbeddingIdentity.of(embedder)
+    with caplog.at_level("WARNING"), open_knowledge_base(tmp_path / "kb.sqlite", identity) as kb:
+        kb.add_many(AIRLINE)
+        found = search_similar(kb, embedder, "Change my flight in reservation HXDUBJ", k=3)
+        search_similar(kb, embedder, "Cancel my flight", k=1)
+        assert kb.full_text is None
+    assert [(h.id, h.found_by, h.text_rank) for h in found] == [
+        ("kp:trace:hxd", "vector", None),
+        ("kp:trace:cancel", "vector", None),
+        ("kp:trace:bags", "vector", None),
+    ]
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "no full-text search (SQLite " in warned[0]
+    assert warned[0].endswith("no such module: fts5_absent); recall is by vector alone")
+
+
+def test_an_index_made_another_way_is_made_anew(
+    kb_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = check_embedder(HashingEmbedder())
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        assert isinstance(kb, SQLKnowledgeBase) and kb.text_engine is not None
+        kb.add_many(AIRLINE)
+        with kb._write():  # an index of another layout, recorded as another scheme
+            for statement in kb.text_engine.drop:
+                kb._execute(statement)
+            kb._execute("CREATE TABLE trace_text (seq BIGINT PRIMARY KEY, words TEXT)")
+            kb._execute("UPDATE kb_meta SET value = 'task-text/0' WHERE key = 'text_index'")
+    with open_knowledge_base(kb_location, None, create=False) as kb, caplog.at_level("WARNING"):
+        assert isinstance(kb, SQLKnowledgeBase)
+        found = search_similar(kb, embedder, "HXDUBJ", k=1)
+        assert (found[0].id, found[0].text_rank) == ("kp:trace:hxd", 1)
+        assert kb._meta()["text_index"] == TEXT_SCHEME
+    said = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+    assert said == [
+        f"the text index was made as task-text/0; remaking it as {TEXT_SCHEME}",
+        "indexing the task text of 4 stored traces for full-text search "
+        f"({kb.text_engine and kb.text_engine.name})",
+    ]
+
+
+def test_a_query_in_another_language_finds_its_words(kb_location: str) -> None:
+    embedder = check_embedder(HashingEmbedder())
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many([*AIRLINE, _stored("kp:trace:fr", "Réserver un vol pour Séville, réf. ZQ81")])
+        found = search_similar(kb, embedder, "réserver vol Séville", k=1)
+        assert [(h.id, h.found_by, h.text_rank) for h in found] == [("kp:trace:fr", "both", 1)]
+        assert [i for i, _ in kb.search_text(query_terms("预订 ZQ81"), 5)] == ["kp:trace:fr"]

@@ -12,6 +12,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, TextResourceContents
 
+from knowledgepulse.kb._recall import NO_WORDS
 from service.conftest import trace
 
 from .conftest import MAX_STEPS, Transport
@@ -208,7 +209,7 @@ def test_wrong_arguments_are_named_and_the_server_goes_on(transport: Transport) 
             cases: list[tuple[str, dict[str, Any], str]] = [
                 ("search_traces", {"query": "x", "bogus": 1},
                  "bogus: unknown argument; search_traces takes query, domain, success_only, "
-                 "min_value, limit"),
+                 "min_value, prefer, limit"),
                 ("search_traces", {"query": "x", "limit": "x"},
                  "limit: Input should be a valid integer (got 'x')"),
                 ("search_traces", {"query": "x", "limit": 0},
@@ -247,5 +248,34 @@ def test_wrong_arguments_are_named_and_the_server_goes_on(transport: Transport) 
             assert caught.value.error.code == -32002
             assert (await session.list_tools()).tools  # still serving
             assert transport.kb.get("kp:trace:bad") is None
+
+    anyio.run(scenario)
+
+
+def test_search_says_how_each_hit_was_found_and_answers_stop_words_with_the_reason(
+    transport: Transport,
+) -> None:
+    failed = trace("kp:trace:w2")
+    failed["metadata"]["success"] = False
+
+    async def scenario() -> None:
+        async with transport.open_session("alice") as session:
+            for contributed in (trace("kp:trace:w1"), failed):
+                assert (await call(session, "contribute_trace", trace=contributed))["stored"]
+            query = "Task w2w0 w2w1"
+            found = await call(session, "search_traces", query=query, success_only=False)
+            assert [(h["id"], h["found_by"], h["vector_rank"], h["text_rank"]) for h in
+                    found["hits"]] == [("kp:trace:w2", "both", 1, 1),
+                                       ("kp:trace:w1", "both", 2, 2)]  # fmt: skip
+            assert found["reason"] is None
+            preferred = await call(
+                session, "search_traces", query=query, success_only=False, prefer="successful"
+            )
+            assert [h["id"] for h in preferred["hits"]] == ["kp:trace:w1", "kp:trace:w2"]
+            for tool in ("search_traces", "search"):
+                empty = await call(session, tool, query="The... of it? And!")
+                assert empty.get("hits", empty.get("results")) == []
+                assert empty["reason"] == NO_WORDS
+            assert (await call(session, "search_traces", query="-- ..."))["examples"] == ""
 
     anyio.run(scenario)

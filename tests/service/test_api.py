@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from _helpers import make_trace
+from knowledgepulse.kb._recall import NO_WORDS
 
 from .conftest import Serve, trace
 
@@ -356,3 +357,43 @@ def test_contributions_are_redacted_before_they_are_scored_and_stored(
         assert posted.status_code == 201
         stored = client.get("/v1/traces/kp:trace:1").json()["trace"]
         assert stored["task"]["objective"] == "Task the [REDACTED] plan"
+
+
+def test_search_fuses_vectors_and_words_and_answers_stop_words_with_the_reason(
+    serve: Serve,
+) -> None:
+    failed = trace("kp:trace:w2")
+    failed["metadata"]["success"] = False
+    with serve() as service:
+        client = service.client("alice")
+        for body in (trace("kp:trace:w1"), failed):
+            assert client.post("/v1/traces", json=body).status_code == 201
+        found = client.post("/v1/search", json={"text": "Task w2w0 w2w1", "k": 5})
+        assert found.status_code == 200
+        assert [
+            (h["id"], h["found_by"], h["vector_rank"], h["text_rank"]) for h in found.json()["hits"]
+        ] == [("kp:trace:w2", "both", 1, 1), ("kp:trace:w1", "both", 2, 2)]
+        assert found.json()["reason"] is None
+        preferred = client.post(
+            "/v1/search", json={"text": "Task w2w0 w2w1", "k": 5, "prefer": "successful"}
+        )
+        assert [h["id"] for h in preferred.json()["hits"]] == ["kp:trace:w1", "kp:trace:w2"]
+        by_trace = client.post("/v1/search", json={"trace": failed, "k": 1}).json()["hits"]
+        # A trace is searched by its task text (what the base's task vectors are made of).
+        assert [(h["id"], h["found_by"]) for h in by_trace] == [("kp:trace:w2", "both")]
+        empty = client.post("/v1/search", json={"text": "?! the, of... and", "k": 5})
+        assert (empty.status_code, empty.json()) == (
+            200,
+            {"hits": [], "reason": NO_WORDS},
+        )
+        long = client.post("/v1/search", json={"text": "w" * 8001})
+        assert long.status_code == 422
+        assert long.json()["problems"] == [
+            {
+                "path": "text",
+                "message": "8,001 characters; at most 8,000 are taken (describe the task, "
+                "not the whole context)",
+            }
+        ]
+        wrong = client.post("/v1/search", json={"text": "x", "prefer": "newest"})
+        assert wrong.json()["problems"][0]["path"] == "prefer"

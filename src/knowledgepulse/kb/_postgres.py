@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
+from ._fulltext import POSTGRES_TEXT
 from ._index import ANN_THRESHOLD
 from ._pgconnect import connect, first_line, redact, register_vector
 from ._sql import Dialect, SQLKnowledgeBase, new_meta_rows
@@ -110,6 +111,8 @@ POSTGRESQL = Dialect(
     vector_in=_float32,  # read as float32 arrays already (register_vector)
     time_in=_time_text,
     blob_type="bytea",
+    # The JSON text of the value: a boolean's is true, a string's is "true".
+    success_sql="(trace->'metadata'->'success')::text = 'true'",
 )
 
 
@@ -133,6 +136,7 @@ class PostgresKnowledgeBase(SQLKnowledgeBase):
     """
 
     dialect = POSTGRESQL
+    text_engine = POSTGRES_TEXT
     _conn: psycopg.Connection[Any]
 
     def __init__(

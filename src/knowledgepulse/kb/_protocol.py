@@ -125,6 +125,36 @@ class KnowledgeBase(Protocol):
 
     def search_visible(self, vector: Any, k: int, viewer: Viewer | None) -> list[Hit]: ...
 
+    # -- recall: full-text search and filters (``knowledgepulse.recall``) ----------------------
+
+    @property
+    def full_text(self) -> str | None:
+        """The engine searching the stored tasks' words (None: the database has none)."""
+
+    def search_text(
+        self,
+        terms: Sequence[str],
+        k: int,
+        viewer: Viewer | None = None,
+        *,
+        success_only: bool = False,
+        domain: str | None = None,
+        min_value: float | None = None,
+    ) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, rank) of the visible, passing traces whose task holds any of
+        ``terms``, best first."""
+
+    def passing(
+        self,
+        ids: Sequence[str],
+        viewer: Viewer | None = None,
+        *,
+        success_only: bool = False,
+        domain: str | None = None,
+        min_value: float | None = None,
+    ) -> dict[str, tuple[float | None, bool]]:
+        """Of ``ids``, the visible ones that pass the filters: id -> (value, succeeded)."""
+
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None: ...

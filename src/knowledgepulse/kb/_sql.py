@@ -43,6 +43,7 @@ from ._base import (
     utc_now,
 )
 from ._copies import CopyStoreMixin
+from ._fulltext import FullTextMixin
 from ._keys import AccessMixin
 
 __all__ = ["INDEX_MODES", "Dialect", "SQLKnowledgeBase", "new_meta_rows"]
@@ -102,6 +103,8 @@ class Dialect:
     time_in: Callable[[Any], str]
     #: The column type of bytes (copy facets).
     blob_type: str = "BLOB"
+    #: The condition that a stored trace's ``metadata.success`` is JSON ``true``.
+    success_sql: str = "json_type(trace, '$.metadata.success') = 'true'"
 
 
 def new_meta_rows() -> list[tuple[str, str]]:
@@ -109,7 +112,7 @@ def new_meta_rows() -> list[tuple[str, str]]:
     return [("format", FORMAT_NAME), ("version", str(FORMAT_VERSION)), ("created_at", utc_now())]
 
 
-class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
+class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin):
     """A knowledge base in an SQL database; a :class:`~knowledgepulse.NoveltyMemory`.
 
     Subclasses set :attr:`dialect`, open their connection and call :meth:`_check_format` and
@@ -331,6 +334,7 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
             self._execute("DELETE FROM traces")
             self._forget_vectors()
             self._forget_copies()
+            self._forget_texts()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -444,6 +448,7 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin):
         ]
         added = self._executemany(d.insert_trace, rows)
         self._store_new_facets([(item.id, item.trace, item.copy_facet) for item in items])
+        self._store_new_texts([item.id for item in items])
         return added
 
     def _write_rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:

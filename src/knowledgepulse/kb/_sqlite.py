@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
+from ._fulltext import FTS5, TextEngine
 from ._index import ANN_THRESHOLD, VectorIndex
 from ._sql import Dialect, SQLKnowledgeBase, new_meta_rows
 
@@ -84,6 +85,7 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
     """
 
     dialect = SQLITE
+    text_engine = FTS5
     _conn: sqlite3.Connection
 
     def __init__(
@@ -146,6 +148,16 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
     def _write_meta(self, rows: list[tuple[str, str]]) -> None:
         with self._write():
             super()._write_meta(rows)
+
+    def _create_text_index(self, engine: TextEngine) -> str | None:
+        # The stdlib's sqlite3 may be built without FTS5 (SQLITE_ENABLE_FTS5): recall is then
+        # by vector alone, which the frame says once.
+        try:
+            return super()._create_text_index(engine)
+        except sqlite3.OperationalError as exc:
+            if "no such module" not in str(exc):
+                raise
+            return f"SQLite {sqlite3.sqlite_version} here lacks FTS5: {exc}"
 
     # -- the backend's hooks -----------------------------------------------------------------
 

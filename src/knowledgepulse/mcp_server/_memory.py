@@ -18,13 +18,13 @@ from ..api_models import VIEWER_ONLY, TraceDetail
 from ..kb import ApiKey
 from ..kb._recall import (
     UNTRUSTED_NOTICE,
+    Recall,
     fenced_example,
     one_line,
     quoted,
     render_steps,
     search_similar,
     untrusted_examples,
-    worked_examples,
 )
 from ..kb._spans import memory_span
 from ..service._bodies import Redactor, RequestProblem, refuse_unstorable_ids, traces_of
@@ -67,13 +67,15 @@ class TraceMemory:
         domain: str | None = None,
         success_only: bool = True,
         min_value: float | None = None,
+        prefer: str = "relevant",
         limit: int = 5,
     ) -> dict[str, Any]:
-        hits = self._search(key, query, domain, success_only, min_value, limit)
+        found = self._search(key, query, domain, success_only, min_value, prefer, limit)
         return {
             "notice": UNTRUSTED_NOTICE,
-            "hits": [hit.to_dict() for hit in hits],
-            "examples": worked_examples(hits),
+            "hits": [hit.to_dict() for hit in found],
+            "examples": found.prompt,
+            "reason": found.reason,
         }
 
     def _search(
@@ -83,11 +85,12 @@ class TraceMemory:
         domain: str | None,
         success_only: bool,
         min_value: float | None,
+        prefer: str,
         limit: int,
-    ) -> list[Any]:
+    ) -> Recall:
         limit = min(limit, self.settings.max_k)
         try:
-            hits = search_similar(
+            found = search_similar(
                 self.engine.kb,
                 self.engine.embedder,
                 query,
@@ -96,12 +99,13 @@ class TraceMemory:
                 success_only=success_only,
                 domain=domain,
                 min_value=min_value,
+                prefer=prefer,
             )
         except ValueError as exc:
             raise ToolProblem(str(exc)) from None
         # Each id as its contributor gave it (as /v1/search shows it): a row namespaced by its
         # owner would tell every reader that the id is taken, and by which key.
-        return [replace(hit, id=shown_id(hit.id)) for hit in hits]
+        return replace(found, hits=[replace(hit, id=shown_id(hit.id)) for hit in found])
 
     def get_trace(self, key: ApiKey, trace_id: str, detail: str = "summary") -> dict[str, Any]:
         found = self.engine.detail(trace_id, key.viewer)
@@ -134,13 +138,16 @@ class TraceMemory:
 
     def search(self, key: ApiKey, query: str) -> dict[str, Any]:
         """``search``: the results as ChatGPT connectors take them (id, title, url)."""
-        hits = self._search(key, query, None, False, None, 10)
-        return {
+        found = self._search(key, query, None, False, None, "relevant", 10)
+        answer: dict[str, Any] = {
             "results": [
                 {"id": hit.id, "title": title_of(hit.objective, hit.id), "url": trace_uri(hit.id)}
-                for hit in hits
+                for hit in found
             ]
         }
+        if found.reason is not None:
+            answer["reason"] = found.reason
+        return answer
 
     def fetch(self, key: ApiKey, trace_id: str) -> dict[str, Any]:
         """``fetch``: one trace as ChatGPT connectors take it (id, title, text, url, metadata)."""

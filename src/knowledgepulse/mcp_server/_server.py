@@ -163,6 +163,7 @@ def _dispatch(memory: TraceMemory, key: ApiKey, name: str, arguments: Any) -> di
             domain=arguments.domain,
             success_only=arguments.success_only,
             min_value=arguments.min_value,
+            prefer=arguments.prefer,
             limit=arguments.limit,
         )
     if name == "get_trace":

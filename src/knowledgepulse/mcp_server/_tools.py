@@ -44,6 +44,11 @@ class SearchTracesArguments(_Arguments):
     min_value: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Only traces whose value is at least this."
     )
+    prefer: Literal["relevant", "successful"] = Field(
+        default="relevant",
+        description="relevant: by your task alone; successful: successful, high-value "
+        "attempts first among the traces found (use with success_only false).",
+    )
     limit: int = Field(default=5, ge=1, le=MAX_LIMIT, description="How many traces.")
 
 
@@ -99,10 +104,10 @@ TOOLS: dict[str, ToolSpec] = {
             "search_traces",
             "Recall similar past runs",
             "Call this BEFORE starting a task: it finds how agents solved the most similar "
-            "tasks before (the stored traces nearest to your task description), each with its "
-            "similarity, value, objective, outcome and its steps rendered compactly, plus an "
-            "'examples' block ready to use as worked examples. Successful runs only unless "
-            "success_only is false.",
+            "tasks before (the stored traces whose task is nearest to your task description, "
+            "by meaning and by its words), each with its similarity, value, objective, "
+            "outcome and its steps rendered compactly, plus an 'examples' block ready to use "
+            "as worked examples. Successful runs only unless success_only is false.",
             SearchTracesArguments,
         ),
         ToolSpec(

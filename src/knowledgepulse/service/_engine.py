@@ -35,6 +35,7 @@ from ..api_models import (
 from ..compare import TraceComparison, compare_traces
 from ..copies import COPY_SIMILARITY, CopyFacet, CopyMatch, copy_facet
 from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
+from ..kb._recall import ranked_search
 from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
 from ..scoring._scorer import Scorer, ValueScore
@@ -519,23 +520,32 @@ class Engine:
             )
         return TraceList(items=items, total=total)
 
-    def search(self, text: str, k: int, viewer: Viewer) -> list[SearchHit]:
-        vector = self.embedder.embed([text])[0]
-        hits = self.kb.search_visible(vector, k, viewer)
-        rows = {row.id: row for row in self._rows_of([hit.id for hit in hits])}
-        out = []
-        for hit in hits:
-            found = rows.get(hit.id)
-            out.append(
-                SearchHit(
-                    id=shown_id(hit.id),
-                    similarity=hit.similarity,
-                    value=None if found is None else found.value,
-                    domain=None if found is None else found.domain,
-                    objective=None if found is None else _objective(found.trace),
-                )
+    def search(
+        self, text: str, k: int, viewer: Viewer, prefer: str = "relevant"
+    ) -> tuple[list[SearchHit], str | None]:
+        """Recall's search (the vector and full-text rankings fused, every trace ``viewer``
+        may see, successful or not), and why nothing was found when nothing was.
+
+        Raises:
+            ValueError: a text over recall's limit (the message names it).
+        """
+        found, reason = ranked_search(
+            self.kb, self.embedder, text, k=k, viewer=viewer, success_only=False, prefer=prefer
+        )
+        hits = [
+            SearchHit(
+                id=shown_id(hit.row.id),
+                similarity=hit.similarity,
+                value=hit.row.value,
+                domain=hit.row.domain,
+                objective=_objective(hit.row.trace),
+                found_by=hit.found_by,
+                vector_rank=hit.vector_rank,
+                text_rank=hit.text_rank,
             )
-        return out
+            for hit in found
+        ]
+        return hits, reason
 
     def _rows_of(self, ids: list[str]) -> list[StoredTrace]:
         return [row for row in map(self.kb.get, ids) if row is not None]

@@ -314,7 +314,12 @@ def _search(state: ServiceState, key: ApiKey, body: bytes) -> SearchResponse:
         text = task_text(trace).text
     assert text is not None
     k = min(query.k, state.settings.max_k)
-    return SearchResponse(hits=state.engine.search(text, k, key.viewer))
+    try:
+        hits, reason = state.engine.search(text, k, key.viewer, query.prefer)
+    except ValueError as exc:  # a text over recall's limit, or blank
+        wrong = problem("text", str(exc).removeprefix("query: "))
+        raise RequestProblem(f"invalid search: text: {wrong.message}", [wrong]) from None
+    return SearchResponse(hits=hits, reason=reason)
 
 
 def _under(prefix: str, path: str) -> str:
