@@ -1,10 +1,10 @@
 """Recall's figures: how often it finds an attempt at the same task, and how fast it answers.
 
 - Quality on the tau-bench conversations (50 airline tasks x 4 attempts): each conversation's
-  first user message (its objective) is the query, the other 199 the base. The base stores
-  each trace with its task-text vector (``knowledgepulse.tasks.task_text``, all-MiniLM-L6-v2,
-  centred on the 200 texts' mean; the query is centred by the same mean), and the full-text
-  index holds its task text. Recall@1 / recall@5 of a same-task attempt for the vector search
+  first user message (its objective) is the query, the other 199 the base; then each
+  conversation's whole task text. The base stores each trace with its task-text vector as a
+  Scorer stores it (``knowledgepulse.tasks.task_text``, all-MiniLM-L6-v2, unit length), and
+  the full-text index holds its task text. Recall@1 / recall@5 of a same-task attempt for the vector search
   alone, the full-text search alone (SQLite FTS5, bm25) and their reciprocal-rank fusion, each
   ranking taken without the query's own conversation.
 - Latency of one ``search_similar`` call (the query embedded, both searches, the fusion, the
@@ -64,10 +64,9 @@ def bench_recall(
         )
 
 
-def _centred(rows: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    rows = rows - mean
-    centred: np.ndarray = rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
-    return centred.astype(np.float32)
+def _unit(rows: np.ndarray) -> np.ndarray:
+    unit: np.ndarray = rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-12)
+    return unit.astype(np.float32)
 
 
 def _quality(base: Path, embedder: Any, traces: list[Any], tasks: dict[str, int]) -> Counter[str]:
@@ -77,14 +76,9 @@ def _quality(base: Path, embedder: Any, traces: list[Any], tasks: dict[str, int]
     from knowledgepulse.tasks import task_text
 
     texts = [task_text(trace).text for trace in traces]
-    raw = np.asarray(embedder.embed(texts), dtype=np.float32)
-    raw /= np.linalg.norm(raw, axis=1, keepdims=True)
-    mean = raw.mean(axis=0)
-    vectors = _centred(raw, mean)
-    queries = [trace.task.objective for trace in traces]
-    query_rows = np.asarray(embedder.embed(queries), dtype=np.float32)
-    query_rows = _centred(query_rows / np.linalg.norm(query_rows, axis=1, keepdims=True), mean)
-    found = {"vector": [0, 0], "text": [0, 0], "fused": [0, 0]}
+    # The base holds what a Scorer stores: unit vectors of the task texts, as they come.
+    vectors = _unit(np.asarray(embedder.embed(texts), dtype=np.float32))
+    found: dict[str, dict[str, list[int]]] = {}
     with open_knowledge_base(base, EmbeddingIdentity.of(embedder)) as kb:
         kb.add_many(
             [
@@ -93,28 +87,37 @@ def _quality(base: Path, embedder: Any, traces: list[Any], tasks: dict[str, int]
                 for trace, vector in zip(traces, vectors)
             ]
         )  # fmt: skip
-        for trace, query, row in zip(traces, queries, query_rows):
-            by_vector = [hit.id for hit in kb.search(row, 51) if hit.id != trace.id][:50]
-            terms = query_terms(query)
-            by_text = [i for i, _ in kb.search_text(terms, 51) if i != trace.id][:50]
-            fused = fused_order(fused_rankings(by_vector, by_text))
-            for name, ranking in (("vector", by_vector), ("text", by_text), ("fused", fused)):
-                same = [tasks[other] == tasks[trace.id] for other in ranking[:5]]
-                found[name][0] += bool(same and same[0])
-                found[name][1] += any(same)
-    note = f"{len(traces)} conversations, query = first user message, {embedder.name}"
-    for name, (top1, top5) in found.items():
-        for label, count, target in (("@1", top1, 0.80), ("@5", top5, 0.95)):
-            report(
-                Figure(
-                    f"recall{label}: same-task attempt, {name} (tau-bench)",
-                    count / len(traces),
-                    "",
-                    target if name == "fused" else None,
-                    lower_is_better=False,
-                    note=note,
+        # The issue's query (the first user message, which often does not say which task:
+        # "I'd like to change my flight"), and a whole task text (what a finished run asks).
+        for kind, queries in (
+            ("first user message", [trace.task.objective for trace in traces]),
+            ("task text", texts),
+        ):
+            rows = _unit(np.asarray(embedder.embed(queries), dtype=np.float32))
+            counts = found[kind] = {"vector": [0, 0], "text": [0, 0], "fused": [0, 0]}
+            for trace, query, row in zip(traces, queries, rows):
+                by_vector = [hit.id for hit in kb.search(row, 51) if hit.id != trace.id][:50]
+                terms = query_terms(query)
+                by_text = [i for i, _ in kb.search_text(terms, 51) if i != trace.id][:50]
+                fused = fused_order(fused_rankings(by_vector, by_text))
+                for name, ranking in (("vector", by_vector), ("text", by_text), ("fused", fused)):
+                    same = [tasks[other] == tasks[trace.id] for other in ranking[:5]]
+                    counts[name][0] += bool(same and same[0])
+                    counts[name][1] += any(same)
+    for kind, counts in found.items():
+        note = f"{len(traces)} conversations, query = {kind}, {embedder.name}"
+        for name, (top1, top5) in counts.items():
+            for label, count, target in (("@1", top1, 0.80), ("@5", top5, 0.95)):
+                report(
+                    Figure(
+                        f"recall{label}: same-task attempt, {name}, query {kind}",
+                        count / len(traces),
+                        "",
+                        target if name == "fused" and kind == "first user message" else None,
+                        lower_is_better=False,
+                        note=note,
+                    )
                 )
-            )
     return Counter(w for text in texts for w in re.findall(r"[A-Za-z0-9]+", text.lower()))
 
 
