@@ -90,12 +90,14 @@ def task_text(trace: ReasoningTrace) -> TaskText:
 #: objects of a task, bounded for a run of 10^4 tool calls.
 MAX_ENTITIES = 256
 MAX_ENTITY_CHARS = 100
+#: A value of more words than this is free text, not an object of the task.
+MAX_ENTITY_WORDS = 5
 
 
 @dataclass(frozen=True, slots=True)
 class RunFacet:
     """How a run did its task: ``entities``, the values its tool calls were given (case
-    folded, each scalar once: ``mia_li_3668``, ``hat136``), and ``tools``, the tools it
+    folded, each scalar of at most five words once: ``mia_li_3668``, ``hat136``), and ``tools``, the tools it
     called in order. Two attempts at one task name the same objects; the tools say whether
     it was done the same way."""
 
@@ -112,7 +114,8 @@ def _scalars(value: Any) -> Any:
             yield from _scalars(item)
     elif value is not None and not isinstance(value, bool):
         text = str(value).strip().casefold()
-        if text:
+        # Free text (a thought passed to a "think" tool, a message) names no object.
+        if text and len(text.split()) <= MAX_ENTITY_WORDS:
             yield text[:MAX_ENTITY_CHARS]
 
 
