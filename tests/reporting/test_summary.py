@@ -157,9 +157,17 @@ def test_novelty_is_reported_and_a_crowded_end_warned_of() -> None:
     summary.add(0.5, "d")  # no embedder: no novelty of its own
     assert summary.novelty_lines() == [
         "novelty (vs traces seen before, 10 traces): min 0.050  median 0.050  max 0.400",
-        "warning: novelty ≤ 0.1 for 7 of 10 traces (70%): the embedder sees them as alike, so "
-        "novelty hardly tells them apart (docs/scoring.md#a-threshold-you-can-trust)",
+        "warning: novelty ≤ 0.1 for 7 of 10 traces (70%): nearly every trace repeats one seen "
+        "before, so novelty hardly tells them apart and a threshold on value weighs the other "
+        "dimensions (docs/scoring.md#a-threshold-you-can-trust)",
     ]
+    new = ScoreSummary()
+    for k in range(10):
+        new.add(0.5, "d", novelty=1.0 if k < 8 else 0.3)
+    assert new.novelty_lines()[1].startswith(
+        "warning: novelty ≥ 0.9 for 8 of 10 traces (80%): nearly every trace is a task not seen "
+        "before, so"
+    )
     assert "novelty (vs traces seen before" in summary.render_text(width=200)
     spread = ScoreSummary()
     for k in range(10):

@@ -120,12 +120,17 @@ class ScoreSummary:
             f"novelty (vs traces seen before, {len(values)} traces): min {min(values):.3f}  "
             f"median {statistics.median(values):.3f}  max {max(values):.3f}"
         ]
-        for count, where in ((low, f"≤ {NOVELTY_END:g}"), (high, f"≥ {1 - NOVELTY_END:g}")):
+        ends = (
+            (low, f"≤ {NOVELTY_END:g}", "nearly every trace repeats one seen before"),
+            (high, f"≥ {1 - NOVELTY_END:g}", "nearly every trace is a task not seen before"),
+        )
+        for count, where, meaning in ends:
             if len(values) >= 10 and count >= NOVELTY_CROWDED * len(values):
                 lines.append(
                     f"warning: novelty {where} for {count} of {len(values)} traces "
-                    f"({count / len(values):.0%}): the embedder sees them as alike, so novelty "
-                    "hardly tells them apart (docs/scoring.md#a-threshold-you-can-trust)"
+                    f"({count / len(values):.0%}): {meaning}, so novelty hardly tells them "
+                    "apart and a threshold on value weighs the other dimensions "
+                    "(docs/scoring.md#a-threshold-you-can-trust)"
                 )
         return lines
 
