@@ -276,3 +276,19 @@ def test_files_are_recognised_and_read(tmp_path: Path) -> None:
     assert results_kind(str(empty)) is None
     with pytest.raises(ComparisonError, match="no kp eval or kp score line"):
         load_results(str(empty))
+
+
+def test_a_diagnostic_that_drops_is_reported_not_a_regression() -> None:
+    """A weight-0 criterion (a diagnostic such as no_failed_calls) moves no score: its drop is
+    shown among the criteria, and does not make B a regression."""
+
+    def with_diagnostic(case_id: str, z: bool) -> EvalRecord:
+        data = line(case_id, 1.0, True, True, "successful_completion")
+        data["details"]["z"] = z
+        data["weights"] = {**WEIGHTS, "z": 0.0}
+        return EvalRecord.model_validate(data)
+
+    c = compare_evaluations([with_diagnostic("c1", True)], [with_diagnostic("c1", False)])
+    z = next(change for change in c.criteria if change.name == "z")
+    assert (z.pass_rate_a, z.pass_rate_b, z.dropped, z.passed_to_failed) == (1.0, 0.0, True, ["c1"])
+    assert not c.regressed and c.regressions == []

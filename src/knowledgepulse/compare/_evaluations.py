@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -225,6 +225,7 @@ class _Case:
     passed: bool | None
     outcome: str | None
     details: dict[str, bool | None]
+    weights: dict[str, float] = field(default_factory=dict)
 
 
 def _case(item: EvaluationResult | ScoreRecord) -> _Case:
@@ -236,7 +237,12 @@ def _case(item: EvaluationResult | ScoreRecord) -> _Case:
     outcome = item.outcome_type
     passed = None if outcome is None else outcome == OutcomeType.SUCCESSFUL_COMPLETION
     return _Case(
-        item.case_id or "", item.score, passed, outcome.value if outcome else None, item.details
+        item.case_id or "",
+        item.score,
+        passed,
+        outcome.value if outcome else None,
+        item.details,
+        dict(item.weights or {}),
     )
 
 
@@ -449,7 +455,11 @@ def _criterion_changes(
             dropped=dropped,
         )
         criteria.append(change)
-        if dropped and rate_a is not None and rate_b is not None:
+        # A diagnostic (weight 0 on both sides) is reported, not gated: it moves no score.
+        weighted = any(
+            case.weights.get(name, 1.0) != 0 for a, b in pairs for case in (a, b)
+        )
+        if dropped and weighted and rate_a is not None and rate_b is not None:
             regressions.append(
                 f"criterion {name}: pass rate {rate_a:.1%} -> {rate_b:.1%} "
                 f"({len(change.passed_to_failed)} case(s) flipped pass -> fail)"
