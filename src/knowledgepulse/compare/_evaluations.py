@@ -456,9 +456,7 @@ def _criterion_changes(
         )
         criteria.append(change)
         # A diagnostic (weight 0 on both sides) is reported, not gated: it moves no score.
-        weighted = any(
-            case.weights.get(name, 1.0) != 0 for a, b in pairs for case in (a, b)
-        )
+        weighted = any(case.weights.get(name, 1.0) != 0 for a, b in pairs for case in (a, b))
         if dropped and weighted and rate_a is not None and rate_b is not None:
             regressions.append(
                 f"criterion {name}: pass rate {rate_a:.1%} -> {rate_b:.1%} "
