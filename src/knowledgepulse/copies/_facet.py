@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 import unicodedata
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -115,7 +116,7 @@ class CopyScheme:
             f"{self.name}/{_algorithm()};shingle={self.shingle};perm={self.permutations};"
             f"bits={self.bits};bands={self.bands}x{self.rows};seed={self.seed};"
             f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls|values;"
-            f"messages={MESSAGE_SLOTS}x8;reworded={self.reworded:g}"
+            f"messages={MESSAGE_SLOTS}x8crc32;reworded={self.reworded:g}"
             f"/verbatim={self.reworded_verbatim:g}/margin={self.reworded_margin:g};"
             f"contained={self.contained:g}@{self.contained_floor:g}"
         )
@@ -147,8 +148,8 @@ class CopyFacet:
     #: results; with fewer than two tool calls, also the values its messages name), None when
     #: the calls and values are too few to identify the run: a reworded copy keeps it.
     steps: bytes | None = None
-    #: The message sketch (:data:`MESSAGE_SLOTS` bytes): the i-th message's one-byte hash
-    #: (1-255) in slot ``i % MESSAGE_SLOTS``, 0 where there is no message. Two traces with the
+    #: The message sketch (:data:`MESSAGE_SLOTS` bytes): the i-th message's CRC-32 as one
+    #: byte (1-255) in slot ``i % MESSAGE_SLOTS``, 0 where there is no message. Two traces with the
     #: same steps have their messages in the same places, so equal slots are messages written
     #: word for word alike (or, once in 255, by chance).
     messages: bytes = bytes(MESSAGE_SLOTS)
@@ -306,14 +307,15 @@ def _steps_and_messages(
     # Messages are compared case folded with their whitespace collapsed: cheap (no
     # tokenising, the hashing pass's main cost), and a copy that differs only there has
     # the digest of its run anyway.
+    # CRC-32 (zlib): stable across processes and far cheaper than a digest per slot; a slot
+    # of several messages continues the CRC over each, after a separator.
     folded = [message.lower().encode("utf-8", errors="surrogatepass") for message in messages]
-    slots: list[list[bytes]] = [[] for _ in range(MESSAGE_SLOTS)]
+    crcs = [0] * MESSAGE_SLOTS
     for index, message in enumerate(folded):
-        slots[index % MESSAGE_SLOTS].append(b" ".join(message.split()))
-    sketch = bytes(
-        1 + hashlib.blake2b(b"\x00".join(slot), digest_size=1).digest()[0] % 255 if slot else 0
-        for slot in slots
-    )
+        slot = index % MESSAGE_SLOTS
+        crcs[slot] = zlib.crc32(b"\x00" + b" ".join(message.split()), crcs[slot])
+    used = min(len(folded), MESSAGE_SLOTS)
+    sketch = bytes([1 + crc % 255 for crc in crcs[:used]]) + bytes(MESSAGE_SLOTS - used)
     values: list[bytes] = []
     if len(calls) < STEPS_FROM_CALLS:
         # Timestamps and ids masked as in the digest: a copy whose times moved keeps them.
