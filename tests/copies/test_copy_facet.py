@@ -222,3 +222,139 @@ def test_a_copy_index_with_a_capacity_forgets_its_oldest_as_a_ring_memory_does()
     assert found is not None and (found.id, found.relation) == ("kp:trace:2", "exact")
     index.clear()
     assert len(index) == 0 and index.find(facets[2], COPY_SIMILARITY) is None
+
+
+# -- reworded copies: the same steps, every message reworded -------------------------------
+
+_USER = [
+    "Hi, I ordered a blue desk lamp last week and it arrived with a cracked shade, order W2051.",
+    "My email is anna.berg@example.com and the zip code on the account is 94110.",
+    "I would like a refund to the original card rather than store credit, please.",
+]
+_AGENT = [
+    "I am sorry to hear the shade arrived cracked; let me look up the order for you now.",
+    "The order W2051 holds one desk lamp paid with the card ending 4242 for 39 dollars.",
+    "The refund of 39 dollars to the card ending 4242 is done; it takes five business days.",
+]
+# The same turns reworded: each message says the same with some other words, values kept.
+_USER_REWORDED = [
+    "Hello, I bought a blue desk lamp last week and it came with a cracked shade, order W2051.",
+    "My e-mail is anna.berg@example.com and the zip code of the account is 94110.",
+    "I want a refund to the card I paid with rather than store credit, kindly.",
+]
+_AGENT_REWORDED = [
+    "I am sorry to hear the shade came cracked; let me find the order for you now.",
+    "The order W2051 has one desk lamp paid with the card ending 4242 for 39 dollars.",
+    "The refund of 39 dollars to the card ending 4242 is made; it needs five business days.",
+]
+# Other attempts at the task: the customer's turns word for word, the agent's its own (the
+# second's first turn close to the reworded run's).
+_AGENT_AGAIN = [
+    "Thanks for reaching out. Could you confirm the email on your account first?",
+    "I found W2051: a desk lamp, 39 dollars, charged to the card ending 4242.",
+    "Done: 39 dollars go back to the card ending 4242 within five business days.",
+]
+_AGENT_ONCE_MORE = [
+    "I am sorry to hear the shade came cracked; let me find the order for you right away.",
+    *_AGENT_AGAIN[1:],
+]
+
+
+def refund_run(trace_id: str, users: list[str], agents: list[str]) -> dict[str, Any]:
+    """A refund conversation: three customer turns, three agent turns, two tool calls (the
+    same calls and results in every version)."""
+    calls = [
+        ("find_order", {"order_id": "W2051"}, '{"item": "desk lamp", "paid": 39, "card": "4242"}'),
+        ("refund", {"order_id": "W2051", "amount": 39}, '{"status": "refunded"}'),
+    ]
+    steps: list[dict[str, Any]] = []
+    for k in range(3):
+        steps.append({"type": "observation", "source": "user", "content": users[k]})
+        steps.append({"type": "thought", "content": agents[k]})
+        if k < len(calls):
+            name, arguments, result = calls[k]
+            steps.append({"type": "tool_call", "tool": {"name": name}, "input": arguments})
+            steps.append({"type": "observation", "tool": {"name": name}, "content": result})
+    return make_trace(
+        steps=steps, trace_id=trace_id, objective="Refund a cracked desk lamp", summary="Refunded"
+    )
+
+
+def test_a_rewording_is_a_copy_and_a_rerun_with_the_same_steps_is_not() -> None:
+    """Same steps: the rewording (no message word for word alike, 0.41) is a copy from 0.17;
+    the re-run (half its messages word for word the run's, 0.31) is not, though above 0.17."""
+    from knowledgepulse.copies import CopyIndex, verbatim_share
+    from knowledgepulse.scoring._copy_curation import curate_copies
+
+    run = refund_run("kp:trace:run", _USER, _AGENT)
+    reworded = refund_run("kp:trace:run-reworded", _USER_REWORDED, _AGENT_REWORDED)
+    rerun = refund_run("kp:trace:rerun", _USER, _AGENT_AGAIN)
+    f_run, f_reworded, f_rerun = copy_facets(kp.parse_trace(t) for t in (run, reworded, rerun))
+    assert f_run.steps is not None and f_run.steps == f_reworded.steps == f_rerun.steps
+    assert len(f_run.messages) == 16 and f_run.messages.count(0) == 10  # six messages
+    pairs = [(f_run, f_reworded), (f_run, f_rerun), (f_reworded, f_rerun)]
+    estimates = [
+        round(float(estimated_similarity(a.signature, b.signature)), 6)  # type: ignore[arg-type]
+        for a, b in pairs
+    ]
+    assert estimates == [0.406241, 0.31249, 0.109361]
+    assert [verbatim_share(a.messages, b.messages) for a, b in pairs] == [0.0, 0.5, 0.0]
+
+    result = curate_copies([run, reworded, rerun])
+    assert [t.id for t in result.kept] == ["kp:trace:run", "kp:trace:rerun"]
+    assert [
+        (g.kept, [(d.id, round(d.similarity, 6)) for d in g.duplicates]) for g in result.groups
+    ] == [("kp:trace:run", [("kp:trace:run-reworded", 0.406241)])]
+    # One trace at a time (the Scorer, the service): the same rule.
+    index = CopyIndex()
+    index.add("kp:trace:run", f_run)
+    found = index.find(f_reworded, COPY_SIMILARITY)
+    assert found is not None and (found.id, round(found.similarity, 6)) == (
+        "kp:trace:run",
+        0.406241,
+    )
+    assert index.find(f_rerun, COPY_SIMILARITY) is None
+
+
+def test_a_rewording_is_a_copy_of_the_run_it_is_most_like_only() -> None:
+    """The rewording of a run shares its steps with the run's re-run too, words at 0.19 and no
+    message word for word: not its copy, since the rewording is far more like the run (0.41)
+    and the re-run too (0.37). Without that, the rewording (two copies) would lead and take
+    the re-run: a run lost."""
+    from knowledgepulse.copies import verbatim_share
+    from knowledgepulse.scoring._copy_curation import curate_copies
+
+    run = refund_run("kp:trace:run", _USER, _AGENT)
+    reworded = refund_run("kp:trace:run-reworded", _USER_REWORDED, _AGENT_REWORDED)
+    rerun = refund_run("kp:trace:rerun", _USER, _AGENT_ONCE_MORE)
+    f_run, f_reworded, f_rerun = copy_facets(kp.parse_trace(t) for t in (run, reworded, rerun))
+    pairs = [(f_run, f_rerun), (f_reworded, f_rerun)]
+    assert [
+        round(float(estimated_similarity(a.signature, b.signature)), 6)  # type: ignore[arg-type]
+        for a, b in pairs
+    ] == [0.367178, 0.187488]
+    assert [verbatim_share(a.messages, b.messages) for a, b in pairs] == [0.5, 0.0]
+    result = curate_copies([run, reworded, rerun])
+    assert [t.id for t in result.kept] == ["kp:trace:run", "kp:trace:rerun"]
+    assert [d.id for g in result.groups for d in g.duplicates] == ["kp:trace:run-reworded"]
+
+
+def test_with_fewer_than_two_calls_the_values_named_make_the_steps() -> None:
+    """No tool call: the steps are the step types and the values the messages name (words
+    with a digit), in any order; fewer than two distinct values do not identify a run."""
+
+    def chat(trace_id: str, *messages: str) -> kp.ReasoningTrace:
+        steps = [{"type": "thought", "content": m} for m in messages]
+        return kp.parse_trace(make_trace(steps=steps, trace_id=trace_id))
+
+    facets = copy_facets(
+        [
+            chat("kp:trace:a", "Refund order W2051 for 39 dollars.", "Card ending 4242."),
+            chat("kp:trace:b", "Give back 39 dollars for W2051.", "The card ends in 4242."),
+            chat("kp:trace:c", "Refund order W2052 for 39 dollars.", "Card ending 4242."),
+            chat("kp:trace:d", "Refund order W2051.", "Thanks, done."),
+        ]
+    )
+    assert facets[0].steps is not None and facets[0].steps == facets[1].steps
+    assert facets[2].steps is not None and facets[2].steps != facets[0].steps
+    assert facets[3].steps is None

@@ -107,3 +107,45 @@ def test_facets_made_by_another_scheme_are_remade_naming_both(
         assert found is not None and found.id == "kp:trace:0"
     assert "copy facets were made with minhash-old;shingle=3; remaking them with" in caplog.text
     assert DEFAULT_SCHEME.label in caplog.text
+
+
+def test_a_base_of_the_scheme_before_message_sketches_is_remade_and_finds_rewordings(
+    kb_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Facets stored by the previous scheme (no message sketch column, its label) are remade;
+    then a rewording of a stored run is found by its steps, and the run's re-run is not."""
+    from copies.test_copy_facet import (
+        _AGENT,
+        _AGENT_AGAIN,
+        _AGENT_REWORDED,
+        _USER,
+        _USER_REWORDED,
+        refund_run,
+    )
+
+    run = refund_run("kp:trace:run", _USER, _AGENT)
+    before = DEFAULT_SCHEME.label.split(";steps=")[0] + (
+        ";steps=2calls;reworded=0.17;contained=0.85@0.25"
+    )
+    with open_knowledge_base(kb_location, IDENTITY) as base:
+        base.add_many([stored(run)])
+        sql = _sql(base)
+        blob, mark = sql.dialect.blob_type, sql.dialect.mark
+        with sql._write():  # as the previous scheme made them
+            sql._execute("DROP TABLE copy_facets")
+            sql._execute(
+                f"CREATE TABLE copy_facets (id TEXT PRIMARY KEY, digest {blob} NOT NULL, "
+                f"signature {blob}, steps {blob})"
+            )
+            sql._execute(f"UPDATE kb_meta SET value = {mark} WHERE key = 'copy_scheme'", [before])
+    caplog.set_level(logging.WARNING, logger="knowledgepulse")
+    with open_knowledge_base(kb_location) as base:
+        reworded = copy_facet(
+            kp.parse_trace(refund_run("kp:trace:reworded", _USER_REWORDED, _AGENT_REWORDED))
+        )
+        found = base.stored_copy(reworded, COPY_SIMILARITY)
+        assert found is not None
+        assert (found.id, round(found.similarity, 6)) == ("kp:trace:run", 0.406241)
+        rerun = copy_facet(kp.parse_trace(refund_run("kp:trace:rerun", _USER, _AGENT_AGAIN)))
+        assert base.stored_copy(rerun, COPY_SIMILARITY) is None
+    assert f"copy facets were made with {before}; remaking them with" in caplog.text

@@ -3,7 +3,8 @@
 - :func:`copy_facet` / :func:`copy_facets` — a trace's digest of its normalised text (exact
   copies) and MinHash signature of its run text (near copies), made as :class:`CopyScheme`
   says (:data:`DEFAULT_SCHEME`).
-- :func:`estimated_similarity` — the Jaccard similarity two signatures estimate.
+- :func:`estimated_similarity` — the Jaccard similarity two signatures estimate;
+  :func:`verbatim_share` — the share of two traces' messages written word for word alike.
 - :func:`near_pairs` — LSH bands over many signatures, each candidate decided by the estimate.
 - :class:`CopyGraph` — every trace's copies in a pile (``exact``, ``near_copy``).
 - :class:`CopyIndex` — the copies seen so far in a process; :class:`CopyMatch` names the
@@ -26,6 +27,7 @@ from ._facet import (
     normalise,
     run_text,
     trace_texts,
+    verbatim_share,
     whole_text,
 )
 from ._graph import EXACT, NEAR_COPY, CopyGraph
@@ -57,5 +59,6 @@ __all__ = [
     "normalise",
     "run_text",
     "trace_texts",
+    "verbatim_share",
     "whole_text",
 ]

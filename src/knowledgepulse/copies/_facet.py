@@ -33,6 +33,7 @@ import hashlib
 import json
 import re
 import unicodedata
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -53,13 +54,19 @@ __all__ = [
     "normalise",
     "run_text",
     "trace_texts",
+    "verbatim_share",
     "whole_text",
 ]
 
 _WORD = re.compile(r"\w+")
 #: A run's steps identify it only with this many tool calls or more: fewer leave too many
-#: unrelated runs with the same steps.
+#: unrelated runs with the same steps. A run with fewer calls is identified by its steps and
+#: the values its messages name (words with a digit: ids, amounts, dates) when the calls and
+#: the distinct values make this many or more: a rewording keeps the facts it tells.
 STEPS_FROM_CALLS = 2
+#: Slots of the message sketch: one byte per message (the message's hash), the i-th message
+#: in slot ``i % MESSAGE_SLOTS`` (several messages in one slot: the hash of them all).
+MESSAGE_SLOTS = 16
 
 
 @dataclass(frozen=True)
@@ -79,10 +86,17 @@ class CopyScheme:
     rows: int = 4
     seed: int = 20261128
     normalisation: int = 1
-    #: Two traces with the same steps (step types, tool calls and arguments, tool results)
-    #: are copies from this estimated Jaccard similarity of their run texts up: the same run
-    #: reworded (docs/knowledge-base.md says how it was chosen).
+    #: Two traces with the same steps (step types, tool calls and arguments, tool results;
+    #: with fewer than two calls, also the values their messages name) are copies from this
+    #: estimated Jaccard similarity of their run texts up, when at most ``reworded_verbatim``
+    #: of their messages are word for word the same (every message reworded: a re-run of the
+    #: task repeats some turns word for word and writes others anew) and, in a pile, one of
+    #: the two is at most ``reworded_margin`` below its most similar trace with the same
+    #: steps: a rewording rewords one run, the one it is most like (docs/knowledge-base.md
+    #: says how they were chosen).
     reworded: float = 0.17
+    reworded_verbatim: float = 0.16
+    reworded_margin: float = 0.05
     #: A trace whose run shingles are held in another's at this share or more (estimated from
     #: the Jaccard similarity and the two sizes), at Jaccard ≥ ``contained_floor``, is its
     #: copy: a truncated run. tau-bench's attempts at one task reach 0.72.
@@ -101,7 +115,9 @@ class CopyScheme:
         return (
             f"{self.name}/{_algorithm()};shingle={self.shingle};perm={self.permutations};"
             f"bits={self.bits};bands={self.bands}x{self.rows};seed={self.seed};"
-            f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls;reworded={self.reworded:g};"
+            f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls|values;"
+            f"messages={MESSAGE_SLOTS}x8crc32;reworded={self.reworded:g}"
+            f"/verbatim={self.reworded_verbatim:g}/margin={self.reworded_margin:g};"
             f"contained={self.contained:g}@{self.contained_floor:g}"
         )
 
@@ -129,8 +145,14 @@ class CopyFacet:
     words: int
     source: str
     #: The digest of the run's steps (step types, tool calls with their arguments, tool
-    #: results), None with fewer than two tool calls: a reworded copy keeps it.
+    #: results; with fewer than two tool calls, also the values its messages name), None when
+    #: the calls and values are too few to identify the run: a reworded copy keeps it.
     steps: bytes | None = None
+    #: The message sketch (:data:`MESSAGE_SLOTS` bytes): the i-th message's CRC-32 as one
+    #: byte (1-255) in slot ``i % MESSAGE_SLOTS``, 0 where there is no message. Two traces with the
+    #: same steps have their messages in the same places, so equal slots are messages written
+    #: word for word alike (or, once in 255, by chance).
+    messages: bytes = bytes(MESSAGE_SLOTS)
 
 
 def normalise(text: str) -> str:
@@ -248,25 +270,73 @@ def copy_facet(trace: ReasoningTrace, scheme: CopyScheme = DEFAULT_SCHEME) -> Co
     return copy_facets([trace], scheme)[0]
 
 
-#: What a copy facet is made from: the run text, the tool results, the step types. Plain
+#: What a copy facet is made from: the run text, the tool results, the step types, the tool
+#: calls (tool and arguments), the messages (the contents of steps without a tool). Plain
 #: strings, so a batch of them crosses to a worker process cheaply.
-TraceTexts = tuple[str, str, str, str]
+TraceTexts = tuple[str, str, str, tuple[str, ...], tuple[str, ...]]
 
 
 def trace_texts(trace: ReasoningTrace) -> TraceTexts:
     """The texts :func:`facets_of_texts` makes ``trace``'s copy facet from."""
     parts = _parts(trace)
-    calls = [
+    calls = tuple(
         f"{step.tool.name} {_arguments(step.input or {})}"
         for step in trace.steps
         if step.type == "tool_call" and step.tool is not None
-    ]
+    )
+    messages = tuple(step.content for step in trace.steps if step.tool is None and step.content)
     return (
         "\n".join(text for text, in_run in parts if in_run),
         "\n".join(text for text, in_run in parts if not in_run),
         " ".join(step.type for step in trace.steps),
-        "\n".join(calls) if len(calls) >= STEPS_FROM_CALLS else "",
+        calls,
+        messages,
     )
+
+
+# A value a message names: a word with a digit (an id, an amount, a date). Anchored at the
+# word's start, so a long word is scanned once, not once from each of its letters.
+_VALUE = re.compile(rb"\b\w*[0-9]\w*")
+
+
+def _steps_and_messages(
+    types: str, calls: tuple[str, ...], results: bytes, messages: tuple[str, ...]
+) -> tuple[bytes | None, bytes]:
+    """The steps digest (None when too few calls and values identify the run) and the
+    message sketch of one trace (see :class:`CopyFacet`)."""
+    # Messages are compared case folded with their whitespace collapsed: cheap (no
+    # tokenising, the hashing pass's main cost), and a copy that differs only there has
+    # the digest of its run anyway.
+    # CRC-32 (zlib): stable across processes and far cheaper than a digest per slot; a slot
+    # of several messages continues the CRC over each, after a separator.
+    folded = [message.lower().encode("utf-8", errors="surrogatepass") for message in messages]
+    crcs = [0] * MESSAGE_SLOTS
+    for index, message in enumerate(folded):
+        slot = index % MESSAGE_SLOTS
+        crcs[slot] = zlib.crc32(b"\x00" + b" ".join(message.split()), crcs[slot])
+    used = min(len(folded), MESSAGE_SLOTS)
+    sketch = bytes([1 + crc % 255 for crc in crcs[:used]]) + bytes(MESSAGE_SLOTS - used)
+    values: list[bytes] = []
+    if len(calls) < STEPS_FROM_CALLS:
+        # Timestamps and ids masked as in the digest: a copy whose times moved keeps them.
+        values = _VALUE.findall(_mask(b"\n".join(folded)))
+        if len(calls) + len(set(values)) < STEPS_FROM_CALLS:
+            return None, sketch
+    steps = hashlib.blake2b(types.encode("ascii"), digest_size=16)
+    steps.update(b"\n" + _joined(_tokens("\n".join(calls))) + b"\n" + results)
+    if values:
+        # The values sorted: a rewording may move them within and between its messages.
+        steps.update(b"\nvalues " + b" ".join(sorted(values)))
+    return steps.digest(), sketch
+
+
+def verbatim_share(a: bytes, b: bytes) -> float:
+    """The share of two message sketches' slots that agree (of the larger number of used
+    slots): the messages two traces with the same steps wrote word for word alike."""
+    used = max(sum(1 for x in a if x), sum(1 for x in b if x))
+    if not used:
+        return 0.0
+    return sum(1 for x, y in zip(a, b) if x and x == y) / used
 
 
 def copy_facets(
@@ -284,22 +354,21 @@ def facets_of_texts(
 
     digests: list[bytes] = []
     steps: list[bytes | None] = []
+    sketches: list[bytes] = []
     word_sets: list[list[Any]] = []
     sources: list[str] = []
-    for run_part, results_part, types, calls in texts:
+    for run_part, results_part, types, calls, messages in texts:
         # Two texts, each tokenised at once (per part, the calls cost more than the text).
         run = _tokens(run_part)
         results = _tokens(results_part)
         # The step types too: equal digests then mean equal run texts, so equal signatures.
         digest = hashlib.blake2b(types.encode("ascii"), digest_size=16)
-        digest.update(b"\n" + _joined(run) + b"\n" + _joined(results))
+        results_text = _joined(results)
+        digest.update(b"\n" + _joined(run) + b"\n" + results_text)
         digests.append(digest.digest())
-        if calls:
-            skeleton = hashlib.blake2b(types.encode("ascii"), digest_size=16)
-            skeleton.update(b"\n" + _joined(_tokens(calls)) + b"\n" + _joined(results))
-            steps.append(skeleton.digest())
-        else:
-            steps.append(None)
+        skeleton, sketch = _steps_and_messages(types, calls, results_text, messages)
+        steps.append(skeleton)
+        sketches.append(sketch)
         whole: list[Any] = [*run, *results]
         source = "run"
         if not run:
@@ -324,8 +393,10 @@ def facets_of_texts(
         for row, i in enumerate(with_words):
             rows[i] = signatures[row]
     return [
-        CopyFacet(digest, row, len(words), source, skeleton)
-        for digest, row, words, source, skeleton in zip(digests, rows, word_sets, sources, steps)
+        CopyFacet(digest, row, len(words), source, skeleton, sketch)
+        for digest, row, words, source, skeleton, sketch in zip(
+            digests, rows, word_sets, sources, steps, sketches
+        )
     ]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._facet import CopyScheme, estimated_similarity
+from ._facet import MESSAGE_SLOTS, CopyScheme, estimated_similarity
 from ._pairs import NearPairs, near_pairs
 
 __all__ = ["EXACT", "NEAR_COPY", "CopyGraph"]
@@ -49,13 +49,16 @@ class CopyGraph:
         rows: npt.NDArray[np.int64] | None = None,
         steps: npt.NDArray[np.void] | None = None,
         sizes: npt.NDArray[np.int64] | None = None,
+        messages: npt.NDArray[np.uint8] | None = None,
     ) -> CopyGraph:
         """Row ``p`` of ``digests`` (16 bytes each) and ``has_words`` for each position
         ``p``, its signature row ``signatures[rows[p]]`` (``rows`` None: row ``p``, so a
         caller need not copy its signatures into position order); positions without words
-        are in no class. ``steps``: each position's steps digest (16 zero bytes: none);
-        classes with the same steps are copies from ``scheme.reworded`` up. ``sizes``: each
-        position's shingle count (a truncated copy is held in its run)."""
+        are in no class. ``steps``: each position's steps digest (16 zero bytes: none) and
+        ``messages`` its message sketch (rows of :data:`MESSAGE_SLOTS` bytes; None: no
+        message is verbatim); classes with the same steps are reworded copies as
+        :class:`CopyScheme` says. ``sizes``: each position's shingle count (a truncated copy
+        is held in its run)."""
         n = len(digests)
         class_of = np.full(n, -1, dtype=np.int64)
         in_class = np.flatnonzero(has_words)
@@ -72,7 +75,12 @@ class CopyGraph:
             matrix, scheme, threshold, None if sizes is None else sizes[representatives]
         )
         if steps is not None:
-            pairs = _with_same_steps(pairs, steps[representatives], matrix, scheme)
+            sketches = (
+                np.zeros((len(representatives), MESSAGE_SLOTS), dtype=np.uint8)
+                if messages is None
+                else messages[representatives]
+            )
+            pairs = _with_same_steps(pairs, steps[representatives], sketches, matrix, scheme)
         del matrix
         # Both directions, then by class and most similar first (ties: the other's first
         # position, which is its smallest: positions are in id order).
@@ -135,14 +143,26 @@ class CopyGraph:
 NO_STEPS = bytes(16)
 
 
+def verbatim_shares(a: npt.NDArray[np.uint8], b: npt.NDArray[np.uint8]) -> npt.NDArray[np.float64]:
+    """:func:`~._facet.verbatim_share` of rows of message sketches ``a`` and ``b``."""
+    used = np.maximum((a != 0).sum(axis=1), (b != 0).sum(axis=1))
+    agree = ((a == b) & (a != 0)).sum(axis=1)
+    return np.asarray(agree / np.maximum(used, 1), dtype=np.float64)
+
+
 def _with_same_steps(
     pairs: NearPairs,
     steps: npt.NDArray[np.void],
+    messages: npt.NDArray[np.uint8],
     signatures: npt.NDArray[np.uint16],
     scheme: CopyScheme,
 ) -> NearPairs:
-    """``pairs`` and the pairs of rows with the same steps digest whose estimated similarity
-    is ≥ ``scheme.reworded`` (a reworded copy: its words changed, its steps not)."""
+    """``pairs`` and the pairs of rows with the same steps digest that are reworded copies:
+    estimated similarity ≥ ``scheme.reworded``, at most ``scheme.reworded_verbatim`` of their
+    messages verbatim alike, and one of the two within ``scheme.reworded_margin`` of its most
+    similar row with the same steps (a rewording rewords one run, the one it is most like: a
+    trace reworded from one run is not also a copy of that run's re-run, which has the same
+    steps but is less like it)."""
     n = len(steps)
     has = np.flatnonzero(steps != np.array(NO_STEPS, dtype="V16"))
     if len(has) < 2:
@@ -160,16 +180,28 @@ def _with_same_steps(
     if not codes:
         return pairs
     found = np.unique(np.concatenate(codes))
-    known = pairs.first * n + pairs.second
-    found = found[~np.isin(found, known)]
     first, second = found // n, found % n
     similarity = np.asarray(
         estimated_similarity(signatures[first], signatures[second]), dtype=np.float64
     ).reshape(-1)
-    keep = similarity >= scheme.reworded
+    best = np.zeros(n, dtype=np.float64)
+    np.maximum.at(best, first, similarity)
+    np.maximum.at(best, second, similarity)
+    known = np.isin(found, pairs.first * n + pairs.second)
+    keep = (
+        ~known
+        & (similarity >= scheme.reworded)
+        & (
+            (similarity >= best[first] - scheme.reworded_margin)
+            | (similarity >= best[second] - scheme.reworded_margin)
+        )
+    )
+    keep[keep] = (
+        verbatim_shares(messages[first[keep]], messages[second[keep]]) <= scheme.reworded_verbatim
+    )
     return NearPairs(
         np.concatenate((pairs.first, first[keep])),
         np.concatenate((pairs.second, second[keep])),
         np.concatenate((pairs.similarity, similarity[keep])),
-        pairs.candidates + len(found),
+        pairs.candidates + int((~known).sum()),
     )

@@ -3,7 +3,8 @@
 What :class:`~knowledgepulse.Scorer` names when its memory is in-process (a knowledge base
 answers the same question from its own tables, :meth:`stored_copy`): the exact copy by
 digest first (the earliest seen), else the near copy of highest estimated Jaccard similarity
-≥ the threshold among the traces sharing an LSH band with it (ties: the earliest seen).
+≥ the threshold among the traces sharing an LSH band with it, or a reworded copy among those
+with the same steps (:class:`~._facet.CopyScheme`; ties: the earliest seen).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._facet import DEFAULT_SCHEME, CopyFacet, CopyScheme, estimated_similarity
+from ._facet import DEFAULT_SCHEME, CopyFacet, CopyScheme, estimated_similarity, verbatim_share
 from ._graph import EXACT, NEAR_COPY
 from ._pairs import band_keys
 
@@ -55,6 +56,7 @@ class CopyIndex:
         self._ids: dict[int, str] = {}
         self._signatures: dict[int, npt.NDArray[np.uint16]] = {}
         self._keys: dict[int, tuple[bytes, bytes | None, list[tuple[int, int]]]] = {}
+        self._messages: dict[int, bytes] = {}
         self._next = 0
         self._by_digest: dict[bytes, list[int]] = {}
         self._by_band: dict[tuple[int, int], list[int]] = {}
@@ -66,7 +68,7 @@ class CopyIndex:
     def clear(self) -> None:
         """Forget every facet."""
         self._first = self._next = 0
-        for table in (self._ids, self._signatures, self._keys):
+        for table in (self._ids, self._signatures, self._keys, self._messages):
             table.clear()
         self._by_digest.clear()
         self._by_band.clear()
@@ -77,6 +79,7 @@ class CopyIndex:
         position = self._next
         self._next += 1
         self._ids[position] = trace_id
+        self._messages[position] = facet.messages
         self._by_digest.setdefault(facet.digest, []).append(position)
         bands: list[tuple[int, int]] = []
         if facet.signature is None:
@@ -96,7 +99,7 @@ class CopyIndex:
 
     def _forget(self, position: int) -> None:
         digest, steps, bands = self._keys.pop(position)
-        del self._ids[position], self._signatures[position]
+        del self._ids[position], self._signatures[position], self._messages[position]
         _drop(self._by_digest, digest, position)
         if steps is not None:
             _drop(self._by_steps, steps, position)
@@ -112,7 +115,12 @@ class CopyIndex:
             if len(self._signatures[exact]):  # the earliest kept with words
                 return CopyMatch(self._ids[exact], 1.0, EXACT)
         keys = band_keys(facet.signature.reshape(1, -1), self.scheme)[0]
-        same_steps = set(self._by_steps.get(facet.steps, ())) if facet.steps else set()
+        # Same steps, at most a few messages verbatim alike: a reworded copy from a lower bar.
+        same_steps = {
+            p
+            for p in (self._by_steps.get(facet.steps, ()) if facet.steps else ())
+            if verbatim_share(self._messages[p], facet.messages) <= self.scheme.reworded_verbatim
+        }
         candidates = sorted(
             {p for band, key in enumerate(keys) for p in self._by_band.get((band, int(key)), ())}
             | same_steps

@@ -114,6 +114,7 @@ def _facets_of_batch(batch: dict[str, Any]) -> dict[str, Any]:
         ),
         "words": np.array([f.words for f in facets], dtype=np.int64),
         "steps": np.array([f.steps or b"" for f in facets], dtype=object),
+        "messages": np.array([f.messages for f in facets], dtype=object),
     }
 
 
@@ -161,6 +162,7 @@ def curate_copies_on_ray(
                     int(row["words"]),
                     "run" if signature else "none",
                     bytes(row["steps"]) or None,
+                    bytes(row["messages"]),
                 )
             )
     values = [trace_value(trace, None, registry) for trace in canonical]

@@ -2,8 +2,9 @@
 
 Two tables beside ``traces``, the same in SQLite and PostgreSQL:
 
-- ``copy_facets`` (id, digest, signature): each stored trace's copy facet
-  (:mod:`knowledgepulse.copies`); the signature is NULL for a trace with no word;
+- ``copy_facets`` (id, digest, signature, steps, messages): each stored trace's copy facet
+  (:mod:`knowledgepulse.copies`); the signature is NULL for a trace with no word, the steps
+  digest NULL where the steps do not identify the run;
 - ``copy_bands`` (band, key, id): the LSH key of each band of each signature, indexed, so the
   candidates for a new signature are one indexed query.
 
@@ -30,6 +31,7 @@ from ..copies import (
     band_keys,
     copy_facets,
     estimated_similarity,
+    verbatim_share,
 )
 
 __all__ = ["COPY_TABLES", "CopyStoreMixin"]
@@ -39,7 +41,7 @@ logger = logging.getLogger("knowledgepulse")
 #: The statements creating the copy tables; ``{blob}`` is the dialect's binary type.
 COPY_TABLES = (
     "CREATE TABLE IF NOT EXISTS copy_facets (id TEXT PRIMARY KEY, digest {blob} NOT NULL, "
-    "signature {blob}, steps {blob})",
+    "signature {blob}, steps {blob}, messages {blob})",
     "CREATE INDEX IF NOT EXISTS copy_facets_digest ON copy_facets (digest)",
     "CREATE INDEX IF NOT EXISTS copy_facets_steps ON copy_facets (steps)",
     "CREATE TABLE IF NOT EXISTS copy_bands (band INTEGER NOT NULL, key BIGINT NOT NULL, "
@@ -158,14 +160,15 @@ class CopyStoreMixin:
         facets = [given[i] if i in given else next(made) for i in range(len(ids))]
         m = self.dialect.mark
         self._executemany(
-            f"INSERT INTO copy_facets (id, digest, signature, steps) VALUES ({m}, {m}, {m}, {m}) "
-            "ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO copy_facets (id, digest, signature, steps, messages) "
+            f"VALUES ({m}, {m}, {m}, {m}, {m}) ON CONFLICT (id) DO NOTHING",
             [
                 (
                     trace_id,
                     facet.digest,
                     None if facet.signature is None else facet.signature.tobytes(),
                     facet.steps,
+                    facet.messages,
                 )
                 for trace_id, facet in zip(ids, facets)
             ],
@@ -233,13 +236,13 @@ class CopyStoreMixin:
         where = " OR ".join([f"(band = {m} AND key = {m})"] * len(keys))
         params: list[Any] = [value for band, key in enumerate(keys) for value in (band, key)]
         rows = self._select(
-            f"SELECT f.id, f.digest, f.signature, f.steps FROM copy_facets f WHERE "
+            f"SELECT f.id, f.digest, f.signature, f.steps, f.messages FROM copy_facets f WHERE "
             f"f.digest = {m} OR f.steps = {m} OR "
             f"f.id IN (SELECT id FROM copy_bands WHERE {where})",
             [facet.digest, facet.steps, *params],
         )
         found: list[CopyMatch] = []
-        for trace_id, digest, signature, steps in rows:
+        for trace_id, digest, signature, steps, messages in rows:
             if signature is None or (readable is not None and not readable(str(trace_id))):
                 continue
             if bytes(digest) == facet.digest:
@@ -247,8 +250,14 @@ class CopyStoreMixin:
                 continue
             stored = np.frombuffer(bytes(signature), dtype=np.uint16)
             estimate = float(estimated_similarity(facet.signature, stored))
-            same_steps = steps is not None and bytes(steps) == facet.steps
-            if estimate >= similarity or (same_steps and estimate >= SCHEME.reworded):
+            # Same steps, at most a few messages verbatim alike: a reworded copy.
+            reworded = (
+                steps is not None
+                and bytes(steps) == facet.steps
+                and verbatim_share(bytes(messages or b""), facet.messages)
+                <= SCHEME.reworded_verbatim
+            )
+            if estimate >= similarity or (reworded and estimate >= SCHEME.reworded):
                 found.append(CopyMatch(str(trace_id), estimate, NEAR_COPY))
         found.sort(key=lambda match: (match.relation != EXACT, -match.similarity, match.id))
         return found[:k]

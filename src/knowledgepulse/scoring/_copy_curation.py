@@ -1,9 +1,9 @@
 """Curation by copies: group the traces that are copies of one run, keep the best of each.
 
 The default ``kp curate`` decider (no embedder). Each trace is reduced as it is read to its id,
-its order-free value, its copy facet (:mod:`knowledgepulse.copies`: digest and MinHash
-signature, 16 + 256 bytes) and the place of its JSON line in a
-:class:`~knowledgepulse.scoring._spool.LineSpool` in the work directory. Once everything is
+its order-free value, its copy facet (:mod:`knowledgepulse.copies`: digest, MinHash
+signature, steps digest and message sketch, 16 + 256 + 16 + 16 bytes) and the place of its
+JSON line in a :class:`~knowledgepulse.scoring._spool.LineSpool` in the work directory. Once everything is
 read, positions are laid out in id order, :class:`~knowledgepulse.copies.CopyGraph` finds every
 trace's copies (exact by digest, near by LSH bands decided by the estimated Jaccard
 similarity), and the walk of :func:`~knowledgepulse.scoring._curation.walk` decides: the trace
@@ -119,6 +119,7 @@ class CopyCuration:
         self._lengths = array("q")
         self._digests = bytearray()
         self._steps = bytearray()  # 16 zero bytes: steps that do not identify the run
+        self._messages = bytearray()  # each trace's message sketch
         self._sizes = array("q")  # shingles of each trace's signature
         self._signatures = array("H")
         self._words = bytearray()  # 1: the trace has words (a signature), 0: none
@@ -169,6 +170,7 @@ class CopyCuration:
         for offset, facet in enumerate(facets):
             self._digests += facet.digest
             self._steps += facet.steps or NO_STEPS
+            self._messages += facet.messages
             self._sizes.append(shingle_count(facet, self.scheme))
             signature = facet.signature if facet.signature is not None else empty
             self._signatures.frombytes(signature.tobytes())
@@ -197,6 +199,7 @@ class CopyCuration:
         values = np.frombuffer(self._values, dtype=np.float64)[order]
         digests = np.frombuffer(bytes(self._digests), dtype="V16")[order]
         steps = np.frombuffer(bytes(self._steps), dtype="V16")[order]
+        messages = np.frombuffer(bytes(self._messages), dtype=np.uint8).reshape(n, -1)[order]
         sizes = np.frombuffer(self._sizes, dtype=np.int64)[order]
         # In read order, no copy: the graph takes the rows of distinct texts in id order.
         signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
@@ -222,6 +225,7 @@ class CopyCuration:
                 rows=order,
                 steps=steps,
                 sizes=sizes,
+                messages=messages,
             )
             done = 0
             for position, group in decisions:
@@ -345,11 +349,14 @@ def decide_copies(
     rows: npt.NDArray[np.int64] | None = None,
     steps: npt.NDArray[np.void] | None = None,
     sizes: npt.NDArray[np.int64] | None = None,
+    messages: npt.NDArray[np.uint8] | None = None,
 ) -> _Decisions:
     """The walk over positions in id order (see the module): ``stored`` maps a position to the
     stored trace it is a copy of (id, similarity, relation); position ``p``'s signature is
     ``signatures[rows[p]]`` (``rows`` None: row ``p``)."""
-    graph = CopyGraph.build(digests, signatures, has_words, scheme, similarity, rows, steps, sizes)
+    graph = CopyGraph.build(
+        digests, signatures, has_words, scheme, similarity, rows, steps, sizes, messages
+    )
     assigned = np.zeros(len(ids), dtype=bool)
     by_stored: dict[str, list[Duplicate]] = {}
     for position, (stored_id, found, relation) in sorted(stored.items()):
@@ -417,6 +424,9 @@ def curate_from_facets(
     value_array = np.asarray(values, dtype=np.float64)
     digests = np.frombuffer(b"".join(f.digest for f in facets), dtype="V16")
     steps = np.frombuffer(b"".join(f.steps or NO_STEPS for f in facets), dtype="V16")
+    messages = np.frombuffer(b"".join(f.messages for f in facets), dtype=np.uint8).reshape(
+        len(facets), -1
+    )
     sizes = np.array([shingle_count(f, scheme) for f in facets], dtype=np.int64)
     signatures = np.zeros((len(facets), scheme.permutations), dtype=np.uint16)
     for row, facet in enumerate(facets):
@@ -442,6 +452,7 @@ def curate_from_facets(
         scheme,
         steps=steps,
         sizes=sizes,
+        messages=messages,
     )
     for position, group in decisions:
         if position >= 0:
