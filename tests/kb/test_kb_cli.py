@@ -106,6 +106,11 @@ def test_kb_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     )
     hits = json.loads(out)
     assert code == 0 and hits[0]["id"] == "kp:trace:3" and len(hits) == 2
+    # Fused with the full-text index, as recall ranks: an exact word finds its trace.
+    code, out, _ = kp(capsys, "kb", "search", "w5x1", "--kb", base, "-k", "1", "--json")
+    assert code == 0 and [h["id"] for h in json.loads(out)] == ["kp:trace:5"]
+    code, out, err = kp(capsys, "kb", "search", "the of and", "--kb", base, "--json")
+    assert (code, json.loads(out)) == (0, []) and "no traces:" in err
     code, out, _ = kp(capsys, "kb", "similar", "kp:trace:3", "--kb", base, "--json")
     assert code == 0 and "kp:trace:3" not in [h["id"] for h in json.loads(out)]
     code, out, _ = kp(capsys, "kb", "show", "kp:trace:3", "--kb", base)

@@ -102,14 +102,21 @@ def stats_command(location: str, as_json: bool) -> None:
 )
 @json_option
 def search_command(text: str, location: str, k: int, as_json: bool) -> None:
-    """The stored traces most similar to TEXT."""
-    from ..kb._recall import require_same_model
+    """The stored traces that best match TEXT: the task vectors and the full-text index,
+    fused (as recall ranks them), successful or not."""
+    from ..kb import Hit
+    from ..kb._recall import ranked_search, require_same_model
 
     with _open(location) as kb:
         embedder = _embedder_for_search(kb)
         require_same_model(kb, embedder)
-        hits = kb.search(embedder.embed([text])[0], k)
-        _print_hits(kb, hits, as_json)
+        try:
+            found, reason = ranked_search(kb, embedder, text, k=k, success_only=False)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if reason is not None:
+            stderr_console().print(f"no traces: {reason}", markup=False)
+        _print_hits(kb, [Hit(hit.row.id, hit.similarity) for hit in found], as_json)
 
 
 @kb_group.command(
