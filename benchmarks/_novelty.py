@@ -22,7 +22,7 @@ import statistics
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -52,7 +52,9 @@ def auc(positives: Sequence[float], negatives: Sequence[float]) -> float:
     return float((pos > neg).mean() + 0.5 * (pos == neg).mean())
 
 
-def order_figures(traces: Sequence[Any], tasks: Sequence[Any], novelty: str, embedder: Any) -> dict:
+def order_figures(
+    traces: Sequence[Any], tasks: Sequence[Any], novelty: str, embedder: Any
+) -> dict[str, list[float]]:
     """AUC, medians and gate shares of one novelty over every order."""
     import knowledgepulse as kp
 
@@ -95,6 +97,9 @@ def bench_novelty(quick: bool, tau_bench: Path | None = None) -> None:
     except Exception as exc:  # no embedder installed: nothing to measure
         report(Figure("novelty AUC first attempt vs repeat", None, "", note=str(exc)))
         return
+    if embedder is None:
+        report(Figure("novelty AUC first attempt vs repeat", None, "", note="no embedder"))
+        return
     if not path.is_file():
         report(Figure("novelty AUC first attempt vs repeat", None, "", note=str(path)))
         return
@@ -105,8 +110,9 @@ def bench_novelty(quick: bool, tau_bench: Path | None = None) -> None:
             tasks.append((trace.metadata.model_extra or {})["kp_import"]["task"])
     if quick:
         traces, tasks = traces[:80], tasks[:80]
-    for novelty in ("task", "seed"):
-        texts = sorted({novelty_text(t, novelty) for t in traces})  # type: ignore[arg-type]
+    novelties: tuple[Literal["task", "seed"], ...] = ("task", "seed")
+    for novelty in novelties:
+        texts = sorted({novelty_text(t, novelty) for t in traces})
         vectors = np.concatenate(
             [np.asarray(embedder.embed(texts[i : i + 32])) for i in range(0, len(texts), 32)]
         )

@@ -26,7 +26,7 @@ def task_trace(trace_id: str, objective: str) -> dict[str, object]:
     from _helpers import make_trace
 
     trace = make_trace(trace_id=trace_id, objective=objective)
-    steps: list[dict[str, object]] = trace["steps"]  # type: ignore[assignment]
+    steps: list[dict[str, object]] = trace["steps"]
     words = " ".join(f"{word}n{k}" for word in objective.split()[-2:] for k in range(30))
     steps.append(
         {
