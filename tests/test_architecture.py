@@ -238,6 +238,15 @@ def test_circles_are_found_through_functions_packages_and_type_checking() -> Non
     assert "knowledgepulse.kb._sql" in edges["knowledgepulse.kb._keys"]
 
 
+def test_no_module_is_over_600_lines() -> None:
+    long = sorted(
+        f"{_shown(module)}: {lines} lines"
+        for module, path in FILES.items()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    )
+    assert long == []
+
+
 @pytest.mark.parametrize("entry", sorted(_entries() - {"__init__"}))
 def test_architecture_page_names_every_package(entry: str) -> None:
     text = ARCHITECTURE.read_text(encoding="utf-8")
