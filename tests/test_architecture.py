@@ -45,7 +45,9 @@ ALLOWED_CYCLES: set[frozenset[str]] = {
     # kb/_keys.py names the SQL Dialect (a type) that kb/_sql.py defines and kb/_sql.py mixes
     # in kb/_keys.py's AccessMixin: Dialect belongs in a module below both (issue 38, item 3).
     frozenset({"kb/_keys.py", "kb/_sql.py"}),
-    # kp curate's copy decider and the command share their job (issue 38, items 1 and 5).
+    # kp curate's copy drivers take the command's reading and progress helpers from it
+    # (_stopped, phase_progress, read_into): they belong below both, or in the library's curate
+    # verb (issue 38, items 1 and 5).
     frozenset({"cli/_curate_cmd.py", "cli/_curate_copies.py"}),
 }
 MAX_LINES = 600
