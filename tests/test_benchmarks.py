@@ -124,13 +124,13 @@ def test_semhash_is_handed_texts_whose_embedding_it_reads_unchanged(
     from benchmarks._curation_scale import SEMHASH_CHARS, SEMHASH_TOKENS, semhash_input
 
     import knowledgepulse as kp
-    from knowledgepulse.embedding import _static
+    from knowledgepulse.embedding import _static_tokens
     from knowledgepulse.embedding._minilm import resolve_model_dir
 
     model_dir = resolve_model_dir(None)[0]
     if model_dir is None or not _corpus.TAU_BENCH.is_file():
         pytest.skip("MiniLM files or tau-bench not installed")
-    tokens = _static._Tokens(model_dir)
+    tokens = _static_tokens.StaticTokens(model_dir)
     tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     # Any table: what is compared is which tokens the encoder reads.
     table = np.random.default_rng(0).standard_normal((tokenizer.get_vocab_size(), 16))

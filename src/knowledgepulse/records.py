@@ -10,8 +10,8 @@ line is and which version wrote it; ``kp schema score|eval|trace`` prints the JS
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -20,9 +20,6 @@ from .copies import CopyMatch
 from .memory._cache import Nearest
 from .rubrics._rubric import EvaluationResult
 
-if TYPE_CHECKING:
-    from .scoring._scorer import ValueScore
-
 __all__ = [
     "EVAL_SCHEMA",
     "GROUPS_SCHEMA",
@@ -30,8 +27,13 @@ __all__ = [
     "EvalRecord",
     "GroupRecord",
     "Nearest",
+    "NearestRelation",
+    "NoveltyBy",
+    "NoveltySource",
     "OutputRecord",
+    "RecordedScore",
     "ScoreRecord",
+    "StoredStatus",
     "Weights",
     "json_schema",
     "parse_output_record",
@@ -41,7 +43,88 @@ SCORE_SCHEMA: Final = "knowledgepulse.score/1"
 EVAL_SCHEMA: Final = "knowledgepulse.eval/1"
 GROUPS_SCHEMA: Final = "knowledgepulse.groups/1"
 
+# The values a score line carries, defined once: the scorer (``scoring/``) makes them.
+#: Where novelty came from: the embedder against a non-empty memory, the embedder against an
+#: empty one (0.5 by SPEC), or no embedder at all (0.5 fallback).
 NoveltySource = Literal["embedding", "empty_cache", "no_embedder"]
+#: Which novelty: by the task's facets (``task``) or the seed's whole-trace vector (``seed``).
+NoveltyBy = Literal["task", "seed"]
+#: What the nearest trace is to a trace, by the task novelty's facets.
+NearestRelation = Literal[
+    "copy", "same_task_same_way", "same_task_other_tools", "same_task", "other_task"
+]
+#: With a knowledge base: whether a trace was added to it, was already stored, or was not.
+StoredStatus = Literal["added", "already_stored", "not_added"]
+
+
+class RecordedScore(Protocol):
+    """What a score line is made of: the attributes of a
+    :class:`~knowledgepulse.ValueScore` that :meth:`ScoreRecord.of` reads. Declared here so
+    the records sit below the scorer that writes them."""
+
+    @property
+    def value(self) -> float:
+        """The value in [0, 1]."""
+
+    @property
+    def complexity(self) -> float:
+        """The complexity dimension."""
+
+    @property
+    def novelty(self) -> float:
+        """The novelty dimension."""
+
+    @property
+    def tool_diversity(self) -> float:
+        """The tool diversity dimension."""
+
+    @property
+    def outcome(self) -> float:
+        """The outcome dimension."""
+
+    @property
+    def profile(self) -> str:
+        """The domain profile's name."""
+
+    @property
+    def weights(self) -> tuple[float, float, float, float]:
+        """The profile's weights: complexity, novelty, tool diversity, outcome."""
+
+    @property
+    def rules(self) -> Sequence[str]:
+        """The rules that fired."""
+
+    @property
+    def novelty_source(self) -> NoveltySource:
+        """Where novelty came from."""
+
+    @property
+    def nearest(self) -> Nearest | None:
+        """The most similar trace in memory when the trace was scored."""
+
+    @property
+    def explanation(self) -> str:
+        """One plain sentence on how the value was reached."""
+
+    @property
+    def stored(self) -> StoredStatus | None:
+        """With a knowledge base: what became of the trace there."""
+
+    @property
+    def copy_of(self) -> CopyMatch | None:
+        """The trace seen before that this one is a copy of."""
+
+    @property
+    def novelty_by(self) -> NoveltyBy | None:
+        """Which novelty made the novelty."""
+
+    @property
+    def nearest_relation(self) -> NearestRelation | None:
+        """By the task novelty: what the nearest trace is to this one."""
+
+    @property
+    def nearest_similarity(self) -> float | None:
+        """By the task novelty: the similarity to the nearest trace."""
 
 
 class Weights(BaseModel):
@@ -106,7 +189,7 @@ class ScoreRecord(_Line, BaseModel):
     success: bool
     threshold: float | None = None
     passed: bool | None = None
-    stored: Literal["added", "already_stored", "not_added"] | None = Field(
+    stored: StoredStatus | None = Field(
         default=None,
         description="With a knowledge base: whether the trace was added to it, was already "
         "stored (this is then its stored score), or was not added.",
@@ -123,16 +206,13 @@ class ScoreRecord(_Line, BaseModel):
         "estimated Jaccard similarity of word shingles at least the copy threshold) and the "
         "similarity. Absent when it is a copy of none.",
     )
-    novelty_by: Literal["task", "seed"] | None = Field(
+    novelty_by: NoveltyBy | None = Field(
         default=None,
         description="Which novelty made the novelty: task (by the task's facets: the task "
         "text's vector, the values the run's tools were given, copies; calibrated) or seed "
         "(one vector of the objective and every step, 1 - cosine). Absent without an embedder.",
     )
-    nearest_relation: (
-        Literal["copy", "same_task_same_way", "same_task_other_tools", "same_task", "other_task"]
-        | None
-    ) = Field(
+    nearest_relation: NearestRelation | None = Field(
         default=None,
         description="By the task novelty: what the nearest trace is to this one (a copy, an "
         "attempt at the same task done the same way or with other tools, another task).",
@@ -146,7 +226,7 @@ class ScoreRecord(_Line, BaseModel):
     @classmethod
     def of(
         cls,
-        score: ValueScore,
+        score: RecordedScore,
         trace: ReasoningTrace,
         *,
         source: str | None = None,
@@ -173,7 +253,7 @@ class ScoreRecord(_Line, BaseModel):
     @classmethod
     def data_of(
         cls,
-        score: ValueScore,
+        score: RecordedScore,
         trace: ReasoningTrace,
         *,
         source: str | None = None,
@@ -229,7 +309,7 @@ _WEIGHT_NAMES: Final = ("complexity", "novelty", "tool_diversity", "outcome")
 #: both :meth:`ScoreRecord.of` and :meth:`ScoreRecord.data_of` use, and whose inverse
 #: :meth:`ValueScore.from_record <knowledgepulse.ValueScore.from_record>` reads. ``schema``
 #: comes first, the optional threshold, decision and place after these.
-_SCORE_FIELDS: Final[tuple[tuple[str, Callable[[ValueScore, ReasoningTrace], Any]], ...]] = (
+_SCORE_FIELDS: Final[tuple[tuple[str, Callable[[RecordedScore, ReasoningTrace], Any]], ...]] = (
     ("id", lambda score, trace: trace.id),
     ("score", lambda score, trace: float(score.value)),
     ("complexity", lambda score, trace: float(score.complexity)),

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from knowledgepulse.embedding._minilm import LazyMiniLM
+from knowledgepulse.embedding._lazy_minilm import LazyMiniLM
 
 from ._shared import KINDS, REFERENCE, kind_param
 

@@ -23,7 +23,7 @@ from knowledgepulse.embedding import (
     _openvino,
     _torch_bf16,
 )
-from knowledgepulse.embedding._minilm import LazyMiniLM
+from knowledgepulse.embedding._lazy_minilm import LazyMiniLM
 
 from ._shared import KINDS, kind_param
 

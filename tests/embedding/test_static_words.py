@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from knowledgepulse import ReasoningTrace
-from knowledgepulse.embedding import _static
+from knowledgepulse.embedding import _static, _static_tokens
 from knowledgepulse.embedding._minilm import require_model_dir
 from knowledgepulse.embedding._static import StaticEmbedder, finish_table, write_static_model
 from knowledgepulse.embedding._windows import CHUNK_CHARS
@@ -28,7 +28,7 @@ VOCAB = 30522
 
 @pytest.fixture(scope="module")
 def tokens() -> Any:
-    return _static._Tokens(require_model_dir(None, "test"))
+    return _static_tokens.StaticTokens(require_model_dir(None, "test"))
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +215,7 @@ def test_text_dense_with_non_ascii_chunks_has_exactly_the_tokenizers_tokens(
     words = ["naïve", "Résumé", "東京", "[SEP]", "x\x1cy", "\x85", "plain", "ASCII,", "é" * 120]
     text = "\n".join(" ".join(words[(k + j) % len(words)] for j in range(7)) for k in range(300))
     units = tokens._units(text)
-    assert sum(not unit.isascii() for unit in units) > 10 * _static._SPARSE_CHUNKS
+    assert sum(not unit.isascii() for unit in units) > 10 * _static_tokens._SPARSE_CHUNKS
     assert tokens.ids([text])[0].tolist() == whole(reference, tokens.unk_id, text)
 
 
@@ -227,8 +227,8 @@ def test_long_ascii_words_are_unk_beyond_wordpieces_limit(tokens: Any, reference
 
 def test_the_cache_is_bounded_and_keeps_what_is_in_use() -> None:
     # an entry of a 2-3 character key and one id costs 170-171 bytes: 4 fit in 700
-    assert _static._ENTRY_BYTES == 160
-    cache = _static._UnitCache(700)
+    assert _static_tokens._ENTRY_BYTES == 160
+    cache = _static_tokens.UnitCache(700)
     for k in range(100):
         cache.put(f"w{k}", (k,))
         assert cache.spent <= 700
@@ -247,7 +247,7 @@ def test_a_small_cache_turning_over_gives_the_same_tokens(
 ) -> None:
     texts = tau_texts[:40]
     expected = [a.tolist() for a in tokens.ids(texts)]
-    monkeypatch.setattr(tokens, "cache", _static._UnitCache(64 * 200))
+    monkeypatch.setattr(tokens, "cache", _static_tokens.UnitCache(64 * 200))
     for _ in range(2):
         assert [a.tolist() for a in tokens.ids(texts)] == expected
         assert tokens.cache.spent <= 64 * 200 and len(tokens.cache) <= 2 * 64 * 200 // 160
@@ -302,7 +302,7 @@ def test_threads_sharing_the_cache_get_the_same_tokens(
     texts = tau_texts[:60]
     expected = [a.tolist() for a in tokens.ids(texts)]
     # a small cache, so that the threads turn its generations over while others read it
-    monkeypatch.setattr(tokens, "cache", _static._UnitCache(300 * 200))
+    monkeypatch.setattr(tokens, "cache", _static_tokens.UnitCache(300 * 200))
 
     def run(seed: int) -> bool:
         order = np.random.default_rng(seed).permutation(len(texts))

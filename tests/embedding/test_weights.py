@@ -63,13 +63,13 @@ def test_a_file_that_is_not_safetensors_is_an_error(tmp_path: Path) -> None:
 
 
 def test_freed_memory_is_released_after_each_embed_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    from knowledgepulse.embedding import _minilm, _native_memory
+    from knowledgepulse.embedding import _lazy_minilm, _native_memory
 
     calls: list[int] = []
     monkeypatch.setattr(_native_memory, "_trim", calls.append)
     monkeypatch.setattr(_native_memory, "_trim_looked_up", True)
 
-    class Fake(_minilm.LazyMiniLM):  # type: ignore[type-arg]
+    class Fake(_lazy_minilm.LazyMiniLM):  # type: ignore[type-arg]
         def _load(self) -> object:
             return object()
 

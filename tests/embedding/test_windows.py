@@ -17,7 +17,8 @@ from knowledgepulse.embedding import (
     choose_embedder,
     select_embedder,
 )
-from knowledgepulse.embedding._minilm import LazyMiniLM, MiniLMTokenizer, resolve_model_dir
+from knowledgepulse.embedding._lazy_minilm import LazyMiniLM
+from knowledgepulse.embedding._minilm import MiniLMTokenizer, resolve_model_dir
 from knowledgepulse.embedding._windows import (
     CHUNK_CHARS,
     WHOLE_TEXT_CHARS,

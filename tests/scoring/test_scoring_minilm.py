@@ -67,7 +67,7 @@ def test_near_duplicates_in_the_examples(minilm: MiniLMEmbedder) -> None:
 def any_embedder(request: pytest.FixtureRequest) -> Any:
     """The ONNX embedder and the automatic choice (OpenVINO bf16 on a CPU with native bf16)."""
     from knowledgepulse.embedding import select_embedder
-    from knowledgepulse.embedding._minilm import LazyMiniLM
+    from knowledgepulse.embedding._lazy_minilm import LazyMiniLM
 
     embedder = select_embedder(request.param, bulk=True)
     assert isinstance(embedder, LazyMiniLM)  # "auto" picks a MiniLM embedder when one is ready

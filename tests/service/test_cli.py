@@ -71,7 +71,7 @@ def test_serve_threads_are_threads_and_the_old_workers_name_still_works(
     base = str(tmp_path / "team.sqlite")
     code, out, _ = kp(capsys, "serve", "--help")
     assert code == 0
-    assert "--threads INTEGER RANGE" in out and "--workers" not in out
+    assert "--threads N" in out and "--workers" not in out
     code, _, err = kp(capsys, "serve", "--kb", base, "--workers", "2", "--no-embed")
     assert code == 2
     assert err.startswith("kp serve: --workers is now --threads (threads, not processes)\n")

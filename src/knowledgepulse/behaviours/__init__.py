@@ -16,46 +16,36 @@ when the trace lacks what it needs, with a one-line reason naming the steps.
 :func:`load_agent_rubric` change its weights and parameters. See ``docs/rubrics.md``.
 """
 
+from ._agent_rubric import (
+    AGENT_RUBRIC,
+    BehaviourCheck,
+    agent_rubric,
+    behaviour_criterion,
+    load_agent_rubric,
+)
 from ._checks import (
-    DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
-    DEFAULT_FAILURE_PATTERN,
-    DEFAULT_HANDOFF_PATTERN,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
-    FailureSign,
     Finding,
     Loop,
     UnrecoveredError,
     answered,
     confirmed_before_write,
     errors_recovered,
-    expected_actions_match,
-    failure_signs,
-    final_answer,
     find_loops,
     known_tools,
     no_loops,
     state_changing_calls,
-    task_completed,
     unconfirmed_writes,
     unrecovered_errors,
     valid_arguments,
     within_budget,
 )
-from ._criteria import (
-    AGENT_RUBRIC,
-    BEHAVIOURS,
-    Behaviour,
-    BehaviourCheck,
-    Parameter,
-    RubricSettingsError,
-    agent_rubric,
-    behaviour_criterion,
-    load_agent_rubric,
-)
+from ._criteria import BEHAVIOURS, Behaviour, Parameter, RubricSettingsError
+from ._expected_actions import expected_actions_match
 from ._facts import (
     DEFAULT_READ_ONLY_TOOLS,
     ExpectedAction,
@@ -79,6 +69,15 @@ from ._grounding import (
     ungrounded_arguments,
     ungrounded_statements,
     unidentified_writes,
+)
+from ._outcome import (
+    DEFAULT_BUDGET_PATTERN,
+    DEFAULT_FAILURE_PATTERN,
+    DEFAULT_HANDOFF_PATTERN,
+    FailureSign,
+    failure_signs,
+    final_answer,
+    task_completed,
 )
 from ._progress import (
     DEFAULT_STALL_PATTERN,

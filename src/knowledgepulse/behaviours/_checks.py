@@ -9,26 +9,21 @@ undetermined.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from .._schema import ReasoningTrace
 from ..rubrics import Verdict
 from ._facts import (
     DEFAULT_READ_ONLY_TOOLS,
-    ExpectedAction,
     ToolCall,
     _observation_failed,
     agent_steps,
-    canonical_arguments,
     expected_actions,
-    expected_outputs,
     failed_observations,
     is_read_only,
     is_user_turn,
-    show_call,
     steps_text,
     tool_calls,
     tool_definitions,
@@ -37,29 +32,21 @@ from ._facts import (
 from ._schema_check import schema_problems
 
 __all__ = [
-    "DEFAULT_BUDGET_PATTERN",
     "DEFAULT_CONSENT_PATTERN",
-    "DEFAULT_FAILURE_PATTERN",
-    "DEFAULT_HANDOFF_PATTERN",
     "DEFAULT_HANDOFF_TOOLS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_SCRATCH_TOOLS",
     "DEFAULT_WRITE_TOOLS",
-    "FailureSign",
     "Finding",
     "Loop",
     "UnrecoveredError",
     "answered",
     "confirmed_before_write",
     "errors_recovered",
-    "expected_actions_match",
-    "failure_signs",
-    "final_answer",
     "find_loops",
     "known_tools",
     "no_loops",
     "state_changing_calls",
-    "task_completed",
     "unconfirmed_writes",
     "unrecovered_errors",
     "valid_arguments",
@@ -365,167 +352,6 @@ def valid_arguments(trace: ReasoningTrace) -> Finding:
     return Finding(False, shown + more, tuple(call.step_id for call, _ in bad))
 
 
-# -- expected actions --------------------------------------------------------------------------
-
-
-def expected_actions_match(
-    trace: ReasoningTrace, *, read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS
-) -> Finding:
-    """The state-changing calls made equal the expected ones by name and arguments, as a
-    multiset (order-free), and what the task expected the agent to tell the user was told;
-    undetermined without expected actions in ``metadata.ground_truth``.
-
-    Calls to tools matching ``read_only_tools`` are left out on both sides, and so are calls
-    whose observation was an error (a refused write changed nothing). A call matches an
-    expected one when its arguments are equal, or give the same arguments with objects inside
-    them (a list's items) carrying keys the expected call leaves out: tau-bench's tools read the
-    fields they need from such items (``update_reservation_flights`` takes each flight's
-    number and date and looks up the rest), so the ground truth gives only those. An expected
-    output (tau-bench's ``outputs``, tau2's ``communicate_info``) is told when an agent message
-    contains it, compared as tau-bench does: ignoring case and commas ("23,553" tells 23553).
-
-    A pass names the writes and the messages that told the outputs; a failure names the calls
-    that were not expected or differ (an expected call not made, or an output never told, is
-    a step that does not exist).
-    """
-    expected = expected_actions(trace)
-    if expected is None:
-        return _undetermined("the trace has no expected actions in metadata.ground_truth")
-    read_only = tuple(read_only_tools)
-    wanted = [action for action in expected if not is_read_only(action.name, read_only)]
-    made = [
-        call
-        for call in tool_calls(trace)
-        if not call.failed and not is_read_only(call.name, read_only)
-    ]
-    extra, left = _unmatched(made, wanted)
-    outputs = expected_outputs(trace)
-    untold, told_steps = _told(trace, outputs)
-    made_steps = tuple(call.step_id for call in made)
-    if not extra and not left and not untold:
-        if not wanted:
-            reason = "no state-changing call expected and none made"
-        else:
-            reason = (
-                f"the {len(wanted)} expected state-changing calls were made "
-                f"({steps_text(made_steps)})"
-            )
-        if outputs:
-            reason += f"; the {len(outputs)} expected outputs were told"
-            if told_steps:
-                reason += f" ({steps_text(told_steps)})"
-        return Finding(True, reason, tuple(sorted({*made_steps, *told_steps})))
-    parts: list[str] = []
-    for call in extra:
-        twin = next((action for action in left if action.name == call.name), None)
-        if twin is not None:
-            left.remove(twin)
-            differ = _differing_keys(call.arguments, twin.arguments)
-            parts.append(
-                f"step {call.step_id} {call.name} differs from the expected call in {differ}"
-            )
-        else:
-            parts.append(
-                f"step {call.step_id} {show_call(call.name, call.arguments, 60)} was not expected"
-            )
-    for action in left:
-        parts.append(f"expected {show_call(action.name, action.arguments, 60)} was not made")
-    for output in untold:
-        parts.append(f"expected output {output[:40]!r} was never told to the user")
-    return Finding(False, "; ".join(parts), tuple(call.step_id for call in extra))
-
-
-def _unmatched(
-    made: list[ToolCall], wanted: list[ExpectedAction]
-) -> tuple[list[ToolCall], list[ExpectedAction]]:
-    """The calls made that match no expected call, and the expected calls none matched: equal
-    arguments first (as multisets), then arguments that cover the expected ones."""
-    missing = Counter(action.signature for action in wanted)
-    extra: list[ToolCall] = []
-    for call in made:
-        if missing[call.signature] > 0:
-            missing[call.signature] -= 1
-        else:
-            extra.append(call)
-    left: list[ExpectedAction] = []
-    for action in wanted:
-        if missing[action.signature] > 0:
-            missing[action.signature] -= 1
-            left.append(action)
-    for call in list(extra):
-        twin = next(
-            (
-                action
-                for action in left
-                if action.name == call.name and _covers(call.arguments, action.arguments)
-            ),
-            None,
-        )
-        if twin is not None:
-            left.remove(twin)
-            extra.remove(call)
-    return extra, left
-
-
-def _covers(made: Any, expected: Any, *, inside: bool = False) -> bool:
-    """Whether a call's arguments match the expected ones: equal, except that an object inside
-    them may carry keys the expected one leaves out. At the top level the keys must be the
-    same: they are the tool's parameters, and one more may change what the call does."""
-    if isinstance(made, Mapping) and isinstance(expected, Mapping):
-        if not (made.keys() >= expected.keys() if inside else made.keys() == expected.keys()):
-            return False
-        return all(_covers(made[key], expected[key], inside=True) for key in expected)
-    if isinstance(made, list) and isinstance(expected, list):
-        return len(made) == len(expected) and all(
-            _covers(x, y, inside=True) for x, y in zip(made, expected)
-        )
-    return canonical_arguments(made) == canonical_arguments(expected)
-
-
-def _said(text: str) -> str:
-    return text.lower().replace(",", "")
-
-
-def _told(trace: ReasoningTrace, outputs: list[str]) -> tuple[list[str], list[int]]:
-    """The outputs no agent message (nor the result summary) told, and the first message
-    that told each of the others (none when only the summary did)."""
-    if not outputs:
-        return [], []
-    said = [
-        (step.step_id, _said(step.content or ""))
-        for step in trace.steps
-        if step.type != "observation"
-    ]
-    summary = _said(trace.outcome.result_summary)
-    untold: list[str] = []
-    steps: list[int] = []
-    for output in outputs:
-        wanted = _said(output)
-        step = next((step_id for step_id, text in said if wanted in text), None)
-        if step is not None:
-            steps.append(step)
-        elif wanted not in summary:
-            untold.append(output)
-    return untold, sorted(set(steps))
-
-
-def _differing_keys(made: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
-    """The argument names whose values differ (or that one side lacks), at most five."""
-    keys = sorted(
-        (
-            str(key)
-            for key in {*made, *expected}
-            if key not in made
-            or key not in expected
-            or canonical_arguments(made[key]) != canonical_arguments(expected[key])
-        ),
-    )
-    if not keys:  # equal key by key, yet not as a whole: cannot happen with JSON arguments
-        return "its arguments"
-    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
-    return ", ".join(keys[:5]) + more
-
-
 # -- consent -----------------------------------------------------------------------------------
 
 
@@ -665,209 +491,3 @@ def within_budget(trace: ReasoningTrace, *, max_steps: int = DEFAULT_MAX_STEPS) 
         f"{len(agents)} agent steps, over the budget of {max_steps} from step {over.step_id}",
         (over.step_id,),
     )
-
-
-# -- the outcome the trace itself reports ------------------------------------------------------
-
-#: A final answer matching this (case-insensitive) admits the task was not done: the words
-#: agents and their logs use to report a failure ("could not retrieve", "unable to", "failed
-#: to", "incomplete", "without a recommendation"). "Cannot" and "can't" are left out: an
-#: answer telling the user what cannot be done (a policy's limit) has done its task.
-DEFAULT_FAILURE_PATTERN = (
-    r"\b(could ?n[o']?t|was ?n[o']?t able to|were ?n[o']?t able to|unable to|"
-    r"failed to|did ?n[o']?t (succeed|complete|finish|work)|gave up|giving up|"
-    r"incomplete|unresolved|not (been )?(completed|resolved|finished)|"
-    r"without (a |an |any )?(recommendation|answer|result|resolution|solution|fix))\b"
-)
-
-#: A final answer matching this (case-insensitive) hands the task to someone else: escalated,
-#: transferred, handed over or off, referred to.
-DEFAULT_HANDOFF_PATTERN = (
-    r"\b(escalat(e|ed|es|ing)|transferr(ed|ing)|hand(ed|ing|s)? (it |this |you |the user )?"
-    r"(over|off)|referr(ed|ing) (you |the user |it |this )?to)\b"
-)
-
-#: A stop reason matching this (case-insensitive) says the run was cut by a budget: Bedrock's
-#: ``max_tokens``, OpenAI's ``length``, Gemini's ``MAX_TOKENS``, SWE-agent's ``exit_cost`` and
-#: ``exit_context``, tau2's ``max_steps`` and ``too_many_errors``, a step, turn or time limit.
-DEFAULT_BUDGET_PATTERN = (
-    r"max_?(tokens|steps|turns|iterations|rounds)|^length$|exit_(cost|context)|budget|"
-    r"limit|too_many|time_?out"
-)
-
-# Where a trace records why its run stopped: the importers keep it in metadata.kp_import
-# (Bedrock stop_reason, Gemini finish_reason, SWE-agent exit_status, tau2 termination_reason);
-# a native trace may put it in metadata directly.
-_STOP_KEYS = ("stop_reason", "finish_reason", "exit_status", "termination_reason")
-
-
-@dataclass(frozen=True)
-class FailureSign:
-    """A sign, in the trace itself, that its run failed: ``kind`` (``success_flag``,
-    ``admitted_failure``, ``handoff``, ``unrecovered_error`` or ``budget``), a one-line
-    ``reason`` and the ``steps`` it is about (none for the success flag or a stop reason)."""
-
-    kind: Literal["success_flag", "admitted_failure", "handoff", "unrecovered_error", "budget"]
-    reason: str
-    steps: tuple[int, ...] = ()
-
-
-def final_answer(trace: ReasoningTrace) -> tuple[str, tuple[int, ...]]:
-    """The run's final answer and the step holding it: the outcome's ``result_summary`` when it
-    is not empty (with the thought it copies, if any), else the last agent thought's text."""
-    summary = trace.outcome.result_summary.strip()
-    thoughts = [step for step in trace.steps if step.type == "thought"]
-    if summary:
-        copied = [s.step_id for s in thoughts if (s.content or "").strip() == summary]
-        return summary, tuple(copied[-1:])
-    for step in reversed(thoughts):
-        if (step.content or "").strip():
-            return (step.content or "").strip(), (step.step_id,)
-    return "", ()
-
-
-def _success_flag_given(trace: ReasoningTrace) -> bool:
-    """Whether ``metadata.success`` came from the source (not defaulted on import)."""
-    imported = (trace.metadata.model_extra or {}).get("kp_import")
-    listed = imported.get("defaulted") if isinstance(imported, Mapping) else None
-    return not (isinstance(listed, (list, tuple)) and "success" in listed)
-
-
-def _stop_reason(trace: ReasoningTrace) -> str | None:
-    metadata = trace.metadata.model_extra or {}
-    imported = metadata.get("kp_import")
-    for place in (imported if isinstance(imported, Mapping) else {}, metadata):
-        for key in _STOP_KEYS:
-            value = place.get(key)
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-    return None
-
-
-def failure_signs(
-    trace: ReasoningTrace,
-    *,
-    failure_pattern: str = DEFAULT_FAILURE_PATTERN,
-    handoff_pattern: str = DEFAULT_HANDOFF_PATTERN,
-    budget_pattern: str = DEFAULT_BUDGET_PATTERN,
-    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
-    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
-    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
-    scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
-) -> list[FailureSign]:
-    """The signs in ``trace`` that its run failed, in this order:
-
-    - ``success_flag``: ``metadata.success`` is false and came from the source (a success
-      defaulted on import, listed in ``kp_import.defaulted``, says nothing);
-    - ``admitted_failure``: the final answer (:func:`final_answer`) matches ``failure_pattern``;
-    - ``handoff``: the run hands the task over (its final answer matches ``handoff_pattern``,
-      or its last agent step calls one of ``handoff_tools``) without a state-changing call
-      having succeeded (``write_tools``, less ``read_only_tools``);
-    - ``unrecovered_error``: the run's last tool call (other than ``scratch_tools``) failed
-      and nothing succeeded after it;
-    - ``budget``: the recorded stop reason (``stop_reason``, ``finish_reason``,
-      ``exit_status`` or ``termination_reason``, in ``metadata.kp_import`` or ``metadata``)
-      matches ``budget_pattern``.
-    """
-    signs: list[FailureSign] = []
-    if trace.metadata.success is False and _success_flag_given(trace):
-        signs.append(FailureSign("success_flag", "the trace's own metadata.success is false"))
-    answer, answer_steps = final_answer(trace)
-    admitted = re.search(failure_pattern, answer, re.IGNORECASE) if answer else None
-    if admitted:
-        signs.append(
-            FailureSign(
-                "admitted_failure",
-                f"the final answer admits failure ({admitted.group(0)!r}: {answer[:60]!r})",
-                answer_steps,
-            )
-        )
-    calls = tool_calls(trace)
-    writes = {
-        call.step_id
-        for call in state_changing_calls(
-            trace, write_tools=write_tools, read_only_tools=read_only_tools
-        )
-        if not call.failed and call.result_step is not None
-    }
-    agents = agent_steps(trace)
-    last = agents[-1] if agents else None
-    handed = re.search(handoff_pattern, answer, re.IGNORECASE) if answer else None
-    if not writes:
-        if (
-            last is not None
-            and last.tool is not None
-            and is_read_only(last.tool.name, tuple(handoff_tools))
-        ):
-            signs.append(
-                FailureSign(
-                    "handoff",
-                    f"the run ends handing the user over ({last.tool.name} at step "
-                    f"{last.step_id}) without a state-changing call having succeeded",
-                    (last.step_id,),
-                )
-            )
-        elif handed:
-            signs.append(
-                FailureSign(
-                    "handoff",
-                    f"the final answer hands the task over ({handed.group(0)!r}) without a "
-                    "state-changing call having succeeded",
-                    answer_steps,
-                )
-            )
-    scratch = tuple(scratch_tools)
-    working = [call for call in calls if not is_read_only(call.name, scratch)]
-    if working and working[-1].failed:
-        # Only a call answered by an error: a log that ends on a call with no answer yet (a PR
-        # opened as the last step) has not shown that call failing.
-        ending = working[-1]
-        signs.append(
-            FailureSign(
-                "unrecovered_error",
-                f"the run's last tool call, {ending.name} at step {ending.step_id}, failed "
-                f"(step {ending.result_step}) and nothing succeeded after it",
-                (ending.result_step if ending.result_step is not None else ending.step_id,),
-            )
-        )
-    stop = _stop_reason(trace)
-    if stop is not None and re.search(budget_pattern, stop, re.IGNORECASE):
-        signs.append(FailureSign("budget", f"the run stopped on its budget ({stop!r})"))
-    return signs
-
-
-def task_completed(
-    trace: ReasoningTrace,
-    *,
-    failure_pattern: str = DEFAULT_FAILURE_PATTERN,
-    handoff_pattern: str = DEFAULT_HANDOFF_PATTERN,
-    budget_pattern: str = DEFAULT_BUDGET_PATTERN,
-    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
-    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
-    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
-    scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
-) -> Finding:
-    """The trace itself shows no sign that its run failed (:func:`failure_signs`): the outcome
-    when no expected actions are given. Undetermined when the task's expected actions are in
-    ``metadata.ground_truth``: they decide the outcome (``expected_actions_match``), and an
-    answer refusing what the policy forbids is then a success, not an admitted failure."""
-    if expected_actions(trace) is not None:
-        return _undetermined("the task's expected actions decide the outcome (expected_actions)")
-    signs = failure_signs(
-        trace,
-        failure_pattern=failure_pattern,
-        handoff_pattern=handoff_pattern,
-        budget_pattern=budget_pattern,
-        handoff_tools=handoff_tools,
-        write_tools=write_tools,
-        read_only_tools=read_only_tools,
-        scratch_tools=scratch_tools,
-    )
-    if not signs:
-        return Finding(
-            True,
-            "no sign of failure: no false success flag, no admission or handoff in the final "
-            "answer, no failed last call, no budget stop",
-        )
-    steps = tuple(dict.fromkeys(step for sign in signs for step in sign.steps))
-    return Finding(False, "; ".join(sign.reason for sign in signs), steps)

@@ -1,32 +1,22 @@
-"""The behaviour checks as rubric criteria, and the built-in ``agent`` rubric built from them.
-
-Every check is registered in :data:`BEHAVIOURS` with its default weight, its parameters (each
-with a type, a default and why that default) and why it weighs what it does.
-:func:`behaviour_criterion` makes one :class:`~knowledgepulse.rubrics.Criterion`;
-:func:`agent_rubric` the whole rubric from a settings mapping (a rubric file's content) and
-:func:`load_agent_rubric` from a TOML, YAML or JSON file. A setting of the wrong type, an
-unknown criterion or parameter is a :class:`RubricSettingsError` naming it.
+"""The behaviour checks as rubric criteria: every check is registered in :data:`BEHAVIOURS`
+with its default weight, its parameters (each with a type, a default and why that default) and
+why it weighs what it does. The rubric built from them is in :mod:`._agent_rubric`. A setting
+of the wrong type, an unknown criterion or parameter is a :class:`RubricSettingsError` naming
+it.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from .._schema import ReasoningTrace
-from ..io._settings import SettingsFileError, read_settings_file
-from ..rubrics import LOCATES, Case, Criterion, Rubric, RubricLoadError, Thresholds, Verdict
-from . import _checks, _grounding, _progress
+from ..rubrics import RubricLoadError
+from . import _checks, _expected_actions, _grounding, _outcome, _progress
 from ._checks import (
-    DEFAULT_BUDGET_PATTERN,
     DEFAULT_CONSENT_PATTERN,
-    DEFAULT_FAILURE_PATTERN,
-    DEFAULT_HANDOFF_PATTERN,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
@@ -35,18 +25,18 @@ from ._checks import (
 )
 from ._facts import DEFAULT_READ_ONLY_TOOLS
 from ._grounding import DEFAULT_IDENTIFY_TOOLS
+from ._outcome import (
+    DEFAULT_BUDGET_PATTERN,
+    DEFAULT_FAILURE_PATTERN,
+    DEFAULT_HANDOFF_PATTERN,
+)
 from ._progress import DEFAULT_STALL_PATTERN, DEFAULT_TERMINATION_PATTERN
 
 __all__ = [
-    "AGENT_RUBRIC",
     "BEHAVIOURS",
     "Behaviour",
-    "BehaviourCheck",
     "Parameter",
     "RubricSettingsError",
-    "agent_rubric",
-    "behaviour_criterion",
-    "load_agent_rubric",
 ]
 
 
@@ -124,13 +114,14 @@ class Behaviour:
             if parameter is None:
                 raise RubricSettingsError(
                     f"{where}.{key}: unknown parameter of {self.name!r}"
-                    + _known(str(key), ["weight", "locates", *known])
+                    + known_names(str(key), ["weight", "locates", *known])
                 )
             values[parameter.name] = parameter.read(value, f"{where}.{key}")
         return values
 
 
-def _known(name: str, names: Sequence[str]) -> str:
+def known_names(name: str, names: Sequence[str]) -> str:
+    """The hint after an unknown ``name``: the closest of ``names``, and all of them."""
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{hint} (known: {', '.join(names) or 'none'})"
@@ -169,7 +160,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             0.40,
             "the outcome: whether the agent changed what the task needed changed; it is also "
             "the success gate, so no process criterion can make up for a wrong outcome",
-            _checks.expected_actions_match,
+            _expected_actions.expected_actions_match,
             "The state-changing tool calls equal the task's expected actions (name and arguments)",
             (_READ_ONLY,),
         ),
@@ -179,7 +170,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             "the outcome when no expected actions are given: the trace's own word (its "
             "success flag, a final answer admitting failure or handing the task off, a failed "
             "last call, a budget stop); with expected_actions it is the success gate",
-            _checks.task_completed,
+            _outcome.task_completed,
             "The trace shows no sign of failure (success flag, admission, handoff, error, budget)",
             (
                 Parameter(
@@ -450,223 +441,3 @@ BEHAVIOURS: dict[str, Behaviour] = {
         ),
     )
 }
-
-
-class BehaviourCheck:
-    """A rubric check running one behaviour check on ``case.trace`` with fixed parameters; it
-    returns the finding as a :class:`~knowledgepulse.rubrics.Verdict` (undetermined when the
-    case has no trace)."""
-
-    def __init__(self, behaviour: Behaviour, parameters: Mapping[str, Any]) -> None:
-        self.behaviour = behaviour
-        self.parameters = dict(parameters)
-        self.__name__ = behaviour.name
-        self.description = behaviour.description
-
-    def find(self, trace: ReasoningTrace) -> Finding:
-        """The finding on one trace."""
-        return self.behaviour.check(trace, **self.parameters)
-
-    def __call__(self, case: Case) -> Verdict:
-        if case.trace is None:
-            return Finding(None, "the case has no reasoning trace").verdict()
-        return self.find(case.trace).verdict()
-
-    def __repr__(self) -> str:
-        settings = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
-        return f"<behaviour {self.__name__}({settings})>"
-
-
-def behaviour_criterion(name: str, weight: float | None = None, **parameters: Any) -> Criterion:
-    """A :class:`~knowledgepulse.rubrics.Criterion` for the behaviour check ``name`` (a key of
-    :data:`BEHAVIOURS`), with its default weight unless ``weight`` is given, and its parameters
-    (checked: :class:`RubricSettingsError` for an unknown name or a value of the wrong type)::
-
-        Rubric("mine", [behaviour_criterion("no_loops", 0.5, max_repeats=4),
-                        behaviour_criterion("answered", 0.5)])
-    """
-    behaviour = BEHAVIOURS.get(name)
-    if behaviour is None:
-        raise RubricSettingsError(f"unknown behaviour {name!r}" + _known(name, list(BEHAVIOURS)))
-    values = behaviour.settings(parameters, name)
-    return Criterion(
-        name,
-        behaviour.weight if weight is None else weight,
-        BehaviourCheck(behaviour, values),
-        behaviour.description,
-        behaviour.locates,
-    )
-
-
-class OutcomeGate:
-    """The agent rubric's success gate: no outcome criterion failed. The expected actions
-    were taken (or the ground truth lists none to compare), the run's answer is the expected
-    one (when the ground truth gives one), and, without expected actions, the trace shows no
-    sign of failure (``task_completed``); an undetermined outcome does not block success."""
-
-    description = (
-        "the expected actions were taken, the expected answer given, and the trace shows no "
-        "sign of failure"
-    )
-
-    def __init__(self, checks: Sequence[BehaviourCheck]) -> None:
-        self.checks = tuple(checks)
-        self.__name__ = "outcome_reached"
-
-    def __call__(self, case: Case) -> bool:
-        return all(check(case).passed is not False for check in self.checks)
-
-
-#: The criteria whose failure blocks success (the outcome criteria), in the order checked.
-_OUTCOME_CRITERIA = ("expected_actions", "task_completed", "expected_answer")
-
-
-_TOP_LEVEL = ("rubric", "name", "description", "normalise", "gate", "thresholds", "criteria")
-
-
-def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") -> Rubric:
-    """The ``agent`` rubric, with the defaults changed by ``settings`` (a rubric file's content)::
-
-        {"name": "airline", "thresholds": {"success": 0.8},
-         "criteria": {"within_budget": {"weight": 0.1, "max_steps": 40}}}
-
-    Keys: ``rubric`` (``"agent"``, when given), ``name``, ``description``, ``normalise``
-    (scale the weights to sum to 1), ``gate`` (``false``: no success gate), ``thresholds``
-    (``success``, ``graceful``) and ``criteria``: per criterion its ``weight``, what its failed
-    steps are (``locates``: ``cause``, ``evidence`` or ``symptom``) and parameters; a criterion
-    left out keeps its defaults. ``where`` prefixes messages (a file name).
-    Raises :class:`RubricSettingsError` naming a wrong setting.
-    """
-    prefix = f"{where}: " if where else ""
-    settings = settings or {}
-    if not isinstance(settings, Mapping):
-        raise RubricSettingsError(f"{prefix}expected a table of settings, got {settings!r:.60}")
-    for key in settings:
-        if key not in _TOP_LEVEL:
-            raise RubricSettingsError(
-                f"{prefix}{key}: unknown setting" + _known(str(key), _TOP_LEVEL)
-            )
-    kind = settings.get("rubric", "agent")
-    if kind != "agent":
-        raise RubricSettingsError(f"{prefix}rubric: only 'agent' can be configured, got {kind!r}")
-    name = _text(settings, "name", "agent", prefix)
-    description = _text(
-        settings,
-        "description",
-        "Agent behaviours on any ReasoningTrace, no model needed",
-        prefix,
-    )
-    normalise = _flag(settings, "normalise", False, prefix)
-    gate = _flag(settings, "gate", True, prefix)
-    thresholds = _thresholds(settings.get("thresholds"), prefix)
-    chosen = settings.get("criteria") or {}
-    if not isinstance(chosen, Mapping):
-        raise RubricSettingsError(
-            f"{prefix}criteria: expected a table of criteria, got {chosen!r:.60}"
-        )
-    for key in chosen:
-        if key not in BEHAVIOURS:
-            raise RubricSettingsError(
-                f"{prefix}criteria.{key}: unknown criterion" + _known(str(key), list(BEHAVIOURS))
-            )
-    criteria = []
-    outcome_checks: list[BehaviourCheck] = []
-    for behaviour in BEHAVIOURS.values():
-        given = chosen.get(behaviour.name) or {}
-        at = f"{prefix}criteria.{behaviour.name}"
-        if not isinstance(given, Mapping):
-            raise RubricSettingsError(
-                f"{at}: expected a table (weight and parameters), got {given!r:.60}"
-            )
-        weight = given.get("weight", behaviour.weight)
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, (int, float))
-            or not (math.isfinite(weight) and weight >= 0)
-        ):
-            raise RubricSettingsError(f"{at}.weight: expected a number >= 0, got {weight!r}")
-        locates = given.get("locates", behaviour.locates)
-        if locates not in LOCATES:
-            raise RubricSettingsError(
-                f"{at}.locates: expected one of {', '.join(LOCATES)}, got {locates!r}"
-            )
-        parameters = {
-            key: value for key, value in given.items() if key not in ("weight", "locates")
-        }
-        values = behaviour.settings(parameters, at)
-        check = BehaviourCheck(behaviour, values)
-        if behaviour.name in _OUTCOME_CRITERIA:
-            outcome_checks.append(check)
-        criteria.append(
-            Criterion(
-                behaviour.name,
-                float(weight),
-                BehaviourCheck(behaviour, values),
-                behaviour.description,
-                locates,
-            )
-        )
-    try:
-        return Rubric(
-            name,
-            criteria,
-            success_gate=OutcomeGate(outcome_checks) if gate and outcome_checks else None,
-            gate_description=OutcomeGate.description if gate else None,
-            thresholds=thresholds,
-            normalise=normalise,
-            description=description,
-        )
-    except ValueError as exc:
-        raise RubricSettingsError(f"{prefix}{exc}") from None
-
-
-def _text(settings: Mapping[str, Any], key: str, default: str, prefix: str) -> str:
-    value = settings.get(key, default)
-    if not isinstance(value, str) or not value.strip():
-        raise RubricSettingsError(f"{prefix}{key}: expected a non-empty string, got {value!r}")
-    return value
-
-
-def _flag(settings: Mapping[str, Any], key: str, default: bool, prefix: str) -> bool:
-    value = settings.get(key, default)
-    if not isinstance(value, bool):
-        raise RubricSettingsError(f"{prefix}{key}: expected true or false, got {value!r}")
-    return value
-
-
-def _thresholds(value: Any, prefix: str) -> Thresholds:
-    if value is None:
-        return Thresholds()
-    if not isinstance(value, Mapping):
-        raise RubricSettingsError(f"{prefix}thresholds: expected a table, got {value!r:.60}")
-    numbers: dict[str, float] = {}
-    for key, number in value.items():
-        if key not in ("success", "graceful"):
-            raise RubricSettingsError(
-                f"{prefix}thresholds.{key}: unknown threshold"
-                + _known(str(key), ["success", "graceful"])
-            )
-        if isinstance(number, bool) or not isinstance(number, (int, float)):
-            raise RubricSettingsError(
-                f"{prefix}thresholds.{key}: expected a number, got {number!r}"
-            )
-        numbers[str(key)] = float(number)
-    try:
-        return Thresholds(**numbers)
-    except ValueError as exc:
-        raise RubricSettingsError(f"{prefix}thresholds: {exc}") from None
-
-
-def load_agent_rubric(path: str | Path) -> Rubric:
-    """The ``agent`` rubric configured by a TOML, YAML or JSON file (see :func:`agent_rubric`);
-    :class:`RubricSettingsError` for a file that cannot be read or a wrong setting."""
-    path = Path(path)
-    try:
-        data = read_settings_file(path, "rubric")
-    except SettingsFileError as exc:
-        raise RubricSettingsError(str(exc)) from None
-    return agent_rubric(data, where=str(path))
-
-
-#: The built-in ``agent`` rubric with its defaults (frozen; ``kp eval --rubric agent``).
-AGENT_RUBRIC: Rubric = agent_rubric().freeze()

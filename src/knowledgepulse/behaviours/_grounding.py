@@ -19,7 +19,6 @@ from .._schema import ReasoningTrace
 from ._checks import (
     DEFAULT_WRITE_TOOLS,
     Finding,
-    final_answer,
     state_changing_calls,
 )
 from ._facts import (
@@ -29,6 +28,9 @@ from ._facts import (
     steps_text,
     tool_calls,
     tool_definitions,
+)
+from ._outcome import (
+    final_answer,
 )
 
 __all__ = [
@@ -289,7 +291,7 @@ def identified_before_write(
 def ungrounded_answer_values(
     trace: ReasoningTrace, *, min_number: float = 10
 ) -> list[UngroundedValue]:
-    """The numbers and ids of the final answer (:func:`~._checks.final_answer`) that appear in
+    """The numbers and ids of the final answer (:func:`~._outcome.final_answer`) that appear in
     no tool output, user turn or the objective. Numbers below ``min_number`` (counts, list
     items) and dates and times (written in too many ways to compare) are not checked."""
     answer, steps = final_answer(trace)

@@ -52,7 +52,12 @@ from ._options import from_option
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option(
-    "--width", type=click.IntRange(40, 400), default=80, show_default=True, help="Columns."
+    "--width",
+    type=click.IntRange(40, 400),
+    metavar="N",
+    default=80,
+    show_default=True,
+    help="Columns.",
 )
 @click.option(
     "--fail-on-regression",

@@ -98,7 +98,13 @@ def stats_command(location: str, as_json: bool) -> None:
 @click.argument("text")
 @kb_option
 @click.option(
-    "-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many traces."
+    "-k",
+    "k",
+    type=click.IntRange(1, 1000),
+    metavar="N",
+    default=10,
+    show_default=True,
+    help="How many traces.",
 )
 @json_option
 def search_command(text: str, location: str, k: int, as_json: bool) -> None:
@@ -126,7 +132,13 @@ def search_command(text: str, location: str, k: int, as_json: bool) -> None:
 @click.argument("trace_id", metavar="ID")
 @kb_option
 @click.option(
-    "-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many traces."
+    "-k",
+    "k",
+    type=click.IntRange(1, 1000),
+    metavar="N",
+    default=10,
+    show_default=True,
+    help="How many traces.",
 )
 @json_option
 def similar_command(trace_id: str, location: str, k: int, as_json: bool) -> None:

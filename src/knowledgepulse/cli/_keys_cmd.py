@@ -28,7 +28,9 @@ def keys_group() -> None:
     epilog="\b\nExamples:\n  kp keys create --kb team.sqlite --name ci --scope contribute\n  kp keys create --kb team.sqlite --name alice --scope read --org acme",
 )
 @kb_option
-@click.option("--name", required=True, help="A name for the key, unique in this base.")
+@click.option(
+    "--name", metavar="NAME", required=True, help="A name for the key, unique in this base."
+)
 @click.option(
     "--scope",
     type=click.Choice(["read", "contribute", "admin"]),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 @click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0),
+    metavar="T",
     help="Value a contribution must reach to be stored; kept in the base "
     "[default: the base's, else 0.5].",
 )

@@ -114,10 +114,34 @@ def batch_size_option(function: F) -> F:
     return click.option(
         "--batch-size",
         type=click.IntRange(min=1),
+        metavar="N",
         default=64,
         show_default=True,
         help="Traces embedded per batch (the output is the same for any size).",
     )(function)
+
+
+def host_option(function: F) -> F:
+    """``--host ADDR``: where a server listens (loopback unless said otherwise)."""
+    return click.option(
+        "--host",
+        metavar="ADDR",
+        default="127.0.0.1",
+        show_default=True,
+        help="The address to listen on.",
+    )(function)
+
+
+def port_option(default: int) -> Callable[[F], F]:
+    """``--port N``: the TCP port a server listens on."""
+    return click.option(
+        "--port",
+        type=click.IntRange(0, 65535),
+        metavar="N",
+        default=default,
+        show_default=True,
+        help="The TCP port to listen on (0: any free port).",
+    )
 
 
 def profiles_option(function: F) -> F:

@@ -40,7 +40,13 @@ from ._run import (
     metavar="T",
     help="Draw this sharing threshold (default: the one kp score used).",
 )
-@click.option("--title", default="knowledgepulse report", show_default=True, help="The page title.")
+@click.option(
+    "--title",
+    metavar="TITLE",
+    default="knowledgepulse report",
+    show_default=True,
+    help="The page title.",
+)
 @click.option(
     "--group-by",
     metavar="FIELD",

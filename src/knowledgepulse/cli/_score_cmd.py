@@ -15,6 +15,7 @@ from ._app import app
 from ._integrations import integration_options
 from ._options import (
     PATHS_HELP,
+    batch_size_option,
     from_option,
     max_errors_option,
     option_groups,
@@ -98,13 +99,7 @@ from ._score_run import (
 )
 @from_option()
 @override_options
-@click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Traces embedded per batch.",
-)
+@batch_size_option
 @max_errors_option
 @engine_options
 @click.option(

@@ -7,6 +7,7 @@ from click.core import ParameterSource
 
 from ._app import app
 from ._kb_cmd import kb_option
+from ._options import host_option, port_option
 
 
 @app.command(
@@ -19,17 +20,12 @@ from ._kb_cmd import kb_option
     ),
 )
 @kb_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8750,
-    show_default=True,
-    help="The TCP port to listen on (0: any free port).",
-)
+@host_option
+@port_option(8750)
 @click.option(
     "--threshold",
     type=click.FloatRange(0.0, 1.0),
+    metavar="T",
     help="Value a contribution must reach to be stored; kept in the base "
     "[default: the base's, else 0.5].",
 )
@@ -45,6 +41,7 @@ from ._kb_cmd import kb_option
 @click.option(
     "--max-steps",
     type=click.IntRange(1),
+    metavar="N",
     default=1000,
     show_default=True,
     help="Most steps in one trace (413 beyond).",
@@ -52,6 +49,7 @@ from ._kb_cmd import kb_option
 @click.option(
     "--max-batch",
     type=click.IntRange(1),
+    metavar="N",
     default=256,
     show_default=True,
     help="Most traces in one request (413 beyond).",
@@ -60,6 +58,7 @@ from ._kb_cmd import kb_option
     "--rate",
     "rate_per_s",
     type=click.FloatRange(0.0),
+    metavar="N",
     default=20.0,
     show_default=True,
     help="Work per second per key, on average: a request is 1, each trace it scores or "
@@ -68,6 +67,7 @@ from ._kb_cmd import kb_option
 @click.option(
     "--burst",
     type=click.IntRange(1),
+    metavar="N",
     default=40,
     show_default=True,
     help="Work a key may ask for at once before --rate applies.",
@@ -84,6 +84,7 @@ from ._kb_cmd import kb_option
 @click.option(
     "--threads",
     type=click.IntRange(1),
+    metavar="N",
     default=4,
     show_default=True,
     help="Threads embedding and scoring at once; one key holds at most half of them.",
@@ -112,6 +113,7 @@ from ._kb_cmd import kb_option
 @click.option(
     "--max-connections",
     type=click.IntRange(1),
+    metavar="N",
     default=1000,
     show_default=True,
     help="Most connections open at once (at most 3/4 of the open-file limit); past it the "

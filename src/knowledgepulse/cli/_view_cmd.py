@@ -8,7 +8,7 @@ import sys
 import click
 
 from ._app import app
-from ._options import PATHS_HELP
+from ._options import PATHS_HELP, host_option, port_option
 from ._run import EXIT_OK, MAX_REJECTIONS_SHOWN, check_paths, stderr_console
 
 DEFAULT_PORT = 8751
@@ -27,14 +27,8 @@ DEFAULT_PORT = 8751
     ),
 )
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="The port to listen on (0: a free one).",
-)
+@host_option
+@port_option(DEFAULT_PORT)
 @click.option(
     "--open/--no-open",
     "open_browser",

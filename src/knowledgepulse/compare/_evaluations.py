@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._traces import DIFF_SCHEMA, ComparisonError
+from ._render import fit, wrap_prose
+from ._trace_comparison import DIFF_SCHEMA, ComparisonError
 
 if TYPE_CHECKING:
     from ..records import EvalRecord, ScoreRecord
@@ -161,8 +162,6 @@ class EvaluationComparison(_Frozen):
 
     def render(self, width: int = 80) -> str:
         """The terminal view, each line at most ``width`` characters."""
-        from ._render import render_evaluations
-
         return render_evaluations(self, width)
 
 
@@ -493,3 +492,58 @@ def _explain(c: EvaluationComparison) -> str:
         sentences.append(f"Pass rate dropped: {', '.join(dropped)}.")
     sentences.append("Regressed." if c.regressed else "No regression.")
     return " ".join(sentences)
+
+
+# -- the terminal view -------------------------------------------------------------------------
+
+
+def _percent(value: float | None) -> str:
+    return "     -" if value is None else f"{value:6.1%}"
+
+
+def render_evaluations(c: EvaluationComparison, width: int = 80) -> str:
+    out = [
+        fit(f"A {c.a.name}: {c.a.cases} {c.record_kind} lines", width),
+        fit(f"B {c.b.name}: {c.b.cases} {c.record_kind} lines", width),
+        f"Paired by {c.by}: {c.paired} pairs; only in A: {len(c.only_a)}, "
+        f"only in B: {len(c.only_b)}.",
+    ]
+    if c.rubric:
+        out.append(f"Rubric: {c.rubric}")
+    if c.score is not None:
+        s = c.score
+        out.append(
+            f"Mean score {s.mean_a:.4f} -> {s.mean_b:.4f}: delta {s.mean_delta:+.4f}, "
+            f"95% CI [{s.low:+.4f}, {s.high:+.4f}] ({s.method}, n={s.pairs})."
+        )
+    if c.criteria:
+        name_width = max(9, min(28, max(len(k.name) for k in c.criteria)))
+        out.append("")
+        out.append(f"{'criterion'.ljust(name_width)}  before   after  pass>fail  fail>pass")
+        for k in c.criteria:
+            mark = " (dropped)" if k.dropped else ""
+            out.append(
+                f"{fit(k.name, name_width).ljust(name_width)}  {_percent(k.pass_rate_a)}  "
+                f"{_percent(k.pass_rate_b)}  {len(k.passed_to_failed):9d}  "
+                f"{len(k.failed_to_passed):9d}{mark}"
+            )
+    if c.outcome_changes:
+        out.append("")
+        out.append("Outcome changes:")
+        for change in c.outcome_changes:
+            out.append(f"  {change.before or 'none'} -> {change.after or 'none'}: {change.count}")
+    for title, cases in (
+        ("Cases that flipped pass -> fail", c.cases_regressed),
+        ("Cases that flipped fail -> pass", c.cases_improved),
+    ):
+        if cases:
+            shown = ", ".join(cases[:10]) + (
+                f", … ({len(cases) - 10} more)" if len(cases) > 10 else ""
+            )
+            out.append(f"{title} ({len(cases)}): {shown}")
+    out.append("")
+    if c.regressions:
+        out += [f"regression: {message}" for message in c.regressions]
+    else:
+        out.append("No regression.")
+    return "\n".join(wrap_prose(out, width))

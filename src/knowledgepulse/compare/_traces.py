@@ -5,13 +5,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise, zip_longest
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from .._errors import KnowledgePulseError
 from .._schema import ReasoningTrace, Step
 from ._align import lcs_pairs
+from ._trace_comparison import (
+    DIFF_SCHEMA,
+    AlignedRow,
+    ArgumentChange,
+    CallRef,
+    ComparisonError,
+    CriterionFlip,
+    FieldChange,
+    PartingStep,
+    Relation,
+    StepRef,
+    TraceComparison,
+    TraceSide,
+)
 
 if TYPE_CHECKING:
     from ..rubrics import EvaluationResult, Rubric
@@ -31,152 +42,8 @@ __all__ = [
     "compare_traces",
 ]
 
-DIFF_SCHEMA: Final = "knowledgepulse.diff/1"
-
-#: How two aligned rows relate. ``same``: the same call (name and arguments) or the same
-#: message; ``arguments_differ``: one tool called with other arguments; ``result_differs``:
-#: the answers to two aligned calls differ; ``different``: two unmatched steps at one place;
-#: ``only_a`` / ``only_b``: a step the other run has nothing for there.
-Relation = Literal["same", "arguments_differ", "result_differs", "different", "only_a", "only_b"]
-
 _LABEL = 160
 _CALL_TYPES = ("tool_call", "error_recovery")
-
-
-class ComparisonError(KnowledgePulseError, ValueError):
-    """Two things that cannot be compared (two rubrics, a file that holds no result, ...)."""
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class StepRef(_Frozen):
-    """One step as the comparison shows it: its id, type, tool and a one-line label."""
-
-    step: int = Field(description="The step's step_id.")
-    type: str
-    tool: str | None = None
-    label: str = Field(description="The call with its arguments, or the message's first words.")
-
-
-class AlignedRow(_Frozen):
-    """One row of the side-by-side view: a step of A, a step of B, or both, and how they relate."""
-
-    a: StepRef | None
-    b: StepRef | None
-    relation: Relation
-
-
-class PartingStep(_Frozen):
-    """The first row where the runs differ: the step of each there (None: that run had ended)."""
-
-    row: int
-    step_a: int | None
-    step_b: int | None
-    relation: Relation
-    reason: str
-
-
-class CallRef(_Frozen):
-    """A tool call: its step, tool name and arguments."""
-
-    step: int
-    tool: str
-    arguments: dict[str, Any]
-
-
-class FieldChange(_Frozen):
-    """One argument that differs between two aligned calls (``path``: dotted, ``[i]`` for items;
-    a value is absent on the side that lacks it)."""
-
-    path: str
-    a: Any = None
-    b: Any = None
-    only_in: Literal["a", "b"] | None = None
-
-
-class ArgumentChange(_Frozen):
-    """Two aligned calls of one tool whose arguments differ, field by field."""
-
-    step_a: int
-    step_b: int
-    tool: str
-    fields: list[FieldChange]
-
-
-class CriterionFlip(_Frozen):
-    """A criterion whose verdict differs between the runs, with each side's reason and steps."""
-
-    name: str
-    weight: float
-    a: bool | None = Field(description="Its verdict on A (null: undetermined).")
-    b: bool | None
-    direction: Literal["regressed", "improved", "changed"] = Field(
-        description="regressed: passed on A, failed on B; improved: the other way; changed: "
-        "undetermined on one side."
-    )
-    reason_a: str
-    reason_b: str
-    steps_a: list[int] = Field(description="The steps of A the verdict is about.")
-    steps_b: list[int]
-
-
-class TraceSide(_Frozen):
-    """One of the two traces: id, size, recorded success and, with a rubric, its evaluation."""
-
-    id: str
-    steps: int
-    tool_calls: int
-    success: bool
-    score: float | None = None
-    outcome: str | None = None
-
-
-class TraceComparison(_Frozen):
-    """Two traces compared (``kp diff A B``). Frozen; ``model_dump_json()`` round-trips through
-    ``model_validate_json``; :meth:`render` is the terminal view.
-
-    The runs are aligned by a longest common subsequence of their tool calls (name and
-    canonical arguments), then calls of one tool with other arguments, then the messages
-    between them; ``rows`` is that alignment, ``parting`` its first row that is not ``same``.
-    """
-
-    schema_: Literal["knowledgepulse.diff/1"] = Field(default=DIFF_SCHEMA, alias="schema")
-    kind: Literal["traces"] = "traces"
-    a: TraceSide
-    b: TraceSide
-    identical: bool = Field(description="The two are exact copies (the same copy digest).")
-    copy_relation: Literal["exact", "near_copy"] | None = Field(
-        description="exact: the same normalised text; near_copy: estimated Jaccard similarity "
-        "of the run texts at least the copy threshold; null: neither."
-    )
-    similarity: float = Field(description="Estimated Jaccard similarity of the run texts.")
-    parting: PartingStep | None = Field(description="Null when every row is the same.")
-    parting_call: PartingStep | None = Field(
-        description="The first row with a tool call that is not the same (messages worded "
-        "otherwise are left aside); null when every call is."
-    )
-    rows: list[AlignedRow]
-    same_steps: int = Field(description="Rows whose two steps are the same.")
-    only_a_calls: list[CallRef] = Field(description="Calls A made that B did not (unaligned).")
-    only_b_calls: list[CallRef]
-    argument_changes: list[ArgumentChange]
-    rubric: str | None = None
-    flipped: list[CriterionFlip] = Field(default_factory=list)
-    notes: list[str] = Field(
-        default_factory=list, description="What limits the comparison (no tool calls, ...)."
-    )
-    explanation: str
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    def render(self, width: int = 80) -> str:
-        """The terminal view: header, flipped criteria, parting step, calls and the aligned rows,
-        each line at most ``width`` characters."""
-        from ._render import render_traces
-
-        return render_traces(self, width)
 
 
 # -- building ----------------------------------------------------------------------------------

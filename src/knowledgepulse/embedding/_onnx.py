@@ -19,10 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import EmbedderUnavailable, MissingEmbedderRuntime
+from ._lazy_minilm import LazyMiniLM
 from ._minilm import (
     ARCHITECTURE,
     INSTALL_HINT,
-    LazyMiniLM,
     MiniLMTokenizer,
     missing_modules,
     model_dir_problem,

@@ -24,9 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ._errors import MissingEmbedderRuntime
+from ._lazy_minilm import LazyMiniLM
 from ._minilm import (
     ARCHITECTURE,
-    LazyMiniLM,
     MiniLMTokenizer,
     missing_modules,
     require_model_dir,

@@ -22,6 +22,7 @@ from typing import Any
 from knowledgepulse._schema import ReasoningTrace
 from knowledgepulse.io._reader import json_type_name
 
+from ._detect import detect_format
 from ._langsmith_runs import RunTree, plant_trees
 from ._options import ImportOptions, resolve_options
 from ._values import ConversionError, at
@@ -141,9 +142,6 @@ def _batch_runs(
 
 def _hint(record: Any) -> str:
     """``; it looks like NAME: use --from NAME`` when another format fits the record."""
-    # Imported here: the registry imports this module.
-    from ._registry import detect_format
-
     detected = detect_format(record)
     if detected is None or detected == "langsmith-batch":
         return ""

@@ -41,6 +41,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._binary import scrub_value
 from ._builder import TraceBuilder
+from ._detect import detect_format
 from ._failures import failure_marker
 from ._options import ImportOptions, resolve_options
 from ._text_calls import calls_in_text, emit_text_reply
@@ -98,8 +99,6 @@ def is_atif(record: Any) -> bool:
 
 def not_atif(record: Any) -> str:
     """Why ``record`` is refused as ATIF, naming the format it looks like when one fits."""
-    from ._registry import detect_format  # the registry imports this module
-
     message = (
         "not an ATIF trajectory (expected an object with 'schema_version' \"ATIF-v1.x\", "
         "'agent' and 'steps')"

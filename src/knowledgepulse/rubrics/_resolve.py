@@ -9,7 +9,7 @@ import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -26,6 +26,9 @@ BUILTIN_RUBRICS: dict[str, str] = {
 }
 # A rubric file of settings (the agent rubric's weights and parameters), not Python code.
 _SETTINGS_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+# What reads such a file, named by import path as the built-ins are: the agent rubric is made
+# of the behaviour checks, a package that builds on this one (so no import of it here).
+_SETTINGS_LOADER = "knowledgepulse.behaviours:load_agent_rubric"
 _registered: dict[str, Rubric] = {}
 
 
@@ -62,9 +65,9 @@ def resolve_rubric(spec: str | Rubric) -> Rubric:
     if spec in BUILTIN_RUBRICS:
         spec = BUILTIN_RUBRICS[spec]
     if spec.lower().endswith(_SETTINGS_SUFFIXES):
-        from ..behaviours import load_agent_rubric
-
-        return load_agent_rubric(spec)
+        module_name, _, loader = _SETTINGS_LOADER.partition(":")
+        load: Callable[[str], Rubric] = getattr(importlib.import_module(module_name), loader)
+        return load(spec)
     module_name, colon, attribute = spec.rpartition(":")
     if not colon:
         module_name, attribute = spec, ""

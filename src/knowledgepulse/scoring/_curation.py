@@ -39,11 +39,9 @@ import numpy.typing as npt
 
 from .._schema import ReasoningTrace, parse_trace
 from ..memory._cache import exact_rows
+from ..records import GroupDuplicate, GroupRecord
 from ._formulas import NEAR_DUPLICATE, NOVELTY_FALLBACK, TraceFacts, compose
 from ._profiles import ProfileRegistry, global_registry
-
-if TYPE_CHECKING:
-    from ..records import GroupRecord
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -92,8 +90,6 @@ class DuplicateGroup:
 
     def record(self) -> GroupRecord:
         """The group as the line ``kp curate --groups`` writes (``knowledgepulse.groups/1``)."""
-        from ..records import GroupDuplicate, GroupRecord
-
         return GroupRecord(
             kept=self.kept,
             also_kept=list(self.also_kept) or None,

@@ -9,15 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .._schema import ReasoningTrace
 from ..copies import CopyMatch
+from ..records import NearestRelation, NoveltyBy, NoveltySource, ScoreRecord, StoredStatus
 from ._profiles import DomainProfile
 
 if TYPE_CHECKING:
     from ..memory._cache import Nearest
-    from ..records import ScoreRecord
 
 __all__ = [
     "NEAR_DUPLICATE",
@@ -63,15 +63,6 @@ RULE_SINGLE_THOUGHT = "single_thought"
 RULE_ERROR_RECOVERY_BONUS = "error_recovery_bonus"
 RULE_SINGLE_TOOL_PENALTY = "single_tool_penalty"
 
-# Where novelty came from: the embedder against a non-empty memory, the embedder against an
-# empty one (0.5 by SPEC), or no embedder at all (0.5 fallback).
-NoveltySource = Literal["embedding", "empty_cache", "no_embedder"]
-#: Which novelty: by the task's facets (``task``) or the seed's whole-trace vector (``seed``).
-NoveltyBy = Literal["task", "seed"]
-#: What the nearest trace is to a trace, by the task novelty's facets.
-NearestRelation = Literal[
-    "copy", "same_task_same_way", "same_task_other_tools", "same_task", "other_task"
-]
 _RELATION_WORDS: dict[str, str] = {
     "copy": "a copy",
     "same_task_same_way": "same task, done the same way",
@@ -79,7 +70,6 @@ _RELATION_WORDS: dict[str, str] = {
     "same_task": "same task",
     "other_task": "another task",
 }
-StoredStatus = Literal["added", "already_stored", "not_added"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +180,6 @@ class ValueScore:
         broken line raises :class:`pydantic.ValidationError` naming the field. The weighted
         sum, which the line does not hold, is recomputed from the dimensions and weights.
         """
-        from ..records import ScoreRecord
-
         if not isinstance(record, ScoreRecord):
             record = ScoreRecord.model_validate(record)
         w = record.weights

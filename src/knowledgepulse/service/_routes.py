@@ -29,9 +29,9 @@ from ..compare import TraceComparison
 from ..importers import format_names
 from ..kb import ApiKey, is_server_url
 from ..tasks import task_text
-from ._app import ServiceState, stop_point
 from ._bodies import RequestProblem, parse_json, problem, refuse_unstorable_ids, traces_of
 from ._limits import read_body
+from ._state import ServiceState, stop_point
 
 __all__ = ["router"]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..._schema import ReasoningTrace
+from ...importers import ImportOptions
 from ...scoring._scorer import Scorer, ValueScore, default_scorer
 from ._contribute import contribute
 from ._instructions import first_user_text, with_instructions
@@ -130,7 +131,15 @@ class CapturedRun:
         if raised is not None and self.success is None:
             self.success = False
         try:
-            self.trace = build_trace(self)
+            stated = ImportOptions(
+                objective=self.objective,
+                task_domain=self.domain,
+                success=self.success,
+                confidence=self.confidence,
+            )
+            self.trace = build_trace(
+                self.calls, stated, agent_id=self.agent_id, summary=self.summary
+            )
         except ValueError as exc:
             self.problem = str(exc)
             logger.warning("knowledgepulse.capture: no trace: %s", exc)

@@ -14,16 +14,13 @@ the point where it happened, so the step after it is the agent's ``error_recover
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._schema import ReasoningTrace
 from ...importers import ImportOptions, from_anthropic, from_openai
 from ._recording import Call, Provider, plain
-
-if TYPE_CHECKING:
-    from ._run import CapturedRun
 
 __all__ = ["build_trace"]
 
@@ -97,21 +94,23 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
-def build_trace(run: CapturedRun) -> ReasoningTrace:
-    """The run's trace. Raises ``ValueError`` when it has no conversation to build from."""
-    if not run.calls:
+def build_trace(
+    calls: Sequence[Call],
+    options: ImportOptions,
+    *,
+    agent_id: str | None = None,
+    summary: str | None = None,
+) -> ReasoningTrace:
+    """The trace of a run's recorded ``calls``, with what the run stated (objective, domain,
+    outcome in ``options``; the agent and the summary). Raises ``ValueError`` when there is no
+    conversation to build from."""
+    if not calls:
         raise ValueError("no model call was recorded (openai or anthropic client)")
-    provider = run.calls[0].provider
+    provider = calls[0].provider
     transcript = _Transcript(provider)
-    for call in run.calls:
+    for call in calls:
         if call.provider == provider:
             transcript.add(call)
-    options = ImportOptions(
-        objective=run.objective,
-        task_domain=run.domain,
-        success=run.success,
-        confidence=run.confidence,
-    )
     record: dict[str, Any] = {"messages": transcript.messages}
     if transcript.response_ids:
         record["id"] = transcript.response_ids[0]
@@ -126,18 +125,18 @@ def build_trace(run: CapturedRun) -> ReasoningTrace:
         )
     kp_import = data["metadata"]["kp_import"]
     kp_import["captured"] = {
-        "calls": sum(call.provider == provider for call in run.calls),
+        "calls": sum(call.provider == provider for call in calls),
         "failed_calls": len(transcript.failures),
     }
     if transcript.response_ids:
         kp_import["response_id"] = transcript.response_ids[-1]
-    others = sorted({call.provider for call in run.calls} - {provider})
+    others = sorted({call.provider for call in calls} - {provider})
     if others:
         kp_import["notes"] = [f"calls through {', '.join(others)} are not in this trace"]
-    if run.agent_id:
-        data["metadata"]["agent_id"] = run.agent_id
-    if run.summary is not None:
-        data["outcome"]["result_summary"] = run.summary
+    if agent_id:
+        data["metadata"]["agent_id"] = agent_id
+    if summary is not None:
+        data["outcome"]["result_summary"] = summary
     return ReasoningTrace.model_validate(data)
 
 

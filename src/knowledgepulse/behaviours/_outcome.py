@@ -1,0 +1,233 @@
+"""The outcome a trace itself reports: its final answer, the signs of failure in it (words
+that admit the task was not done, a handoff, a budget or stop reason) and whether the task was
+completed by the run's own account. Each check returns a :class:`~._checks.Finding`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .._schema import ReasoningTrace
+from ._checks import (
+    DEFAULT_HANDOFF_TOOLS,
+    DEFAULT_SCRATCH_TOOLS,
+    DEFAULT_WRITE_TOOLS,
+    Finding,
+    state_changing_calls,
+)
+from ._facts import DEFAULT_READ_ONLY_TOOLS, agent_steps, expected_actions, is_read_only, tool_calls
+
+__all__ = [
+    "DEFAULT_BUDGET_PATTERN",
+    "DEFAULT_FAILURE_PATTERN",
+    "DEFAULT_HANDOFF_PATTERN",
+    "FailureSign",
+    "failure_signs",
+    "final_answer",
+    "task_completed",
+]
+
+#: A final answer matching this (case-insensitive) admits the task was not done: the words
+#: agents and their logs use to report a failure ("could not retrieve", "unable to", "failed
+#: to", "incomplete", "without a recommendation"). "Cannot" and "can't" are left out: an
+#: answer telling the user what cannot be done (a policy's limit) has done its task.
+DEFAULT_FAILURE_PATTERN = (
+    r"\b(could ?n[o']?t|was ?n[o']?t able to|were ?n[o']?t able to|unable to|"
+    r"failed to|did ?n[o']?t (succeed|complete|finish|work)|gave up|giving up|"
+    r"incomplete|unresolved|not (been )?(completed|resolved|finished)|"
+    r"without (a |an |any )?(recommendation|answer|result|resolution|solution|fix))\b"
+)
+
+#: A final answer matching this (case-insensitive) hands the task to someone else: escalated,
+#: transferred, handed over or off, referred to.
+DEFAULT_HANDOFF_PATTERN = (
+    r"\b(escalat(e|ed|es|ing)|transferr(ed|ing)|hand(ed|ing|s)? (it |this |you |the user )?"
+    r"(over|off)|referr(ed|ing) (you |the user |it |this )?to)\b"
+)
+
+#: A stop reason matching this (case-insensitive) says the run was cut by a budget: Bedrock's
+#: ``max_tokens``, OpenAI's ``length``, Gemini's ``MAX_TOKENS``, SWE-agent's ``exit_cost`` and
+#: ``exit_context``, tau2's ``max_steps`` and ``too_many_errors``, a step, turn or time limit.
+DEFAULT_BUDGET_PATTERN = (
+    r"max_?(tokens|steps|turns|iterations|rounds)|^length$|exit_(cost|context)|budget|"
+    r"limit|too_many|time_?out"
+)
+
+# Where a trace records why its run stopped: the importers keep it in metadata.kp_import
+# (Bedrock stop_reason, Gemini finish_reason, SWE-agent exit_status, tau2 termination_reason);
+# a native trace may put it in metadata directly.
+_STOP_KEYS = ("stop_reason", "finish_reason", "exit_status", "termination_reason")
+
+
+@dataclass(frozen=True)
+class FailureSign:
+    """A sign, in the trace itself, that its run failed: ``kind`` (``success_flag``,
+    ``admitted_failure``, ``handoff``, ``unrecovered_error`` or ``budget``), a one-line
+    ``reason`` and the ``steps`` it is about (none for the success flag or a stop reason)."""
+
+    kind: Literal["success_flag", "admitted_failure", "handoff", "unrecovered_error", "budget"]
+    reason: str
+    steps: tuple[int, ...] = ()
+
+
+def final_answer(trace: ReasoningTrace) -> tuple[str, tuple[int, ...]]:
+    """The run's final answer and the step holding it: the outcome's ``result_summary`` when it
+    is not empty (with the thought it copies, if any), else the last agent thought's text."""
+    summary = trace.outcome.result_summary.strip()
+    thoughts = [step for step in trace.steps if step.type == "thought"]
+    if summary:
+        copied = [s.step_id for s in thoughts if (s.content or "").strip() == summary]
+        return summary, tuple(copied[-1:])
+    for step in reversed(thoughts):
+        if (step.content or "").strip():
+            return (step.content or "").strip(), (step.step_id,)
+    return "", ()
+
+
+def _success_flag_given(trace: ReasoningTrace) -> bool:
+    """Whether ``metadata.success`` came from the source (not defaulted on import)."""
+    imported = (trace.metadata.model_extra or {}).get("kp_import")
+    listed = imported.get("defaulted") if isinstance(imported, Mapping) else None
+    return not (isinstance(listed, (list, tuple)) and "success" in listed)
+
+
+def _stop_reason(trace: ReasoningTrace) -> str | None:
+    metadata = trace.metadata.model_extra or {}
+    imported = metadata.get("kp_import")
+    for place in (imported if isinstance(imported, Mapping) else {}, metadata):
+        for key in _STOP_KEYS:
+            value = place.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
+def failure_signs(
+    trace: ReasoningTrace,
+    *,
+    failure_pattern: str = DEFAULT_FAILURE_PATTERN,
+    handoff_pattern: str = DEFAULT_HANDOFF_PATTERN,
+    budget_pattern: str = DEFAULT_BUDGET_PATTERN,
+    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
+    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
+    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
+    scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
+) -> list[FailureSign]:
+    """The signs in ``trace`` that its run failed, in this order:
+
+    - ``success_flag``: ``metadata.success`` is false and came from the source (a success
+      defaulted on import, listed in ``kp_import.defaulted``, says nothing);
+    - ``admitted_failure``: the final answer (:func:`final_answer`) matches ``failure_pattern``;
+    - ``handoff``: the run hands the task over (its final answer matches ``handoff_pattern``,
+      or its last agent step calls one of ``handoff_tools``) without a state-changing call
+      having succeeded (``write_tools``, less ``read_only_tools``);
+    - ``unrecovered_error``: the run's last tool call (other than ``scratch_tools``) failed
+      and nothing succeeded after it;
+    - ``budget``: the recorded stop reason (``stop_reason``, ``finish_reason``,
+      ``exit_status`` or ``termination_reason``, in ``metadata.kp_import`` or ``metadata``)
+      matches ``budget_pattern``.
+    """
+    signs: list[FailureSign] = []
+    if trace.metadata.success is False and _success_flag_given(trace):
+        signs.append(FailureSign("success_flag", "the trace's own metadata.success is false"))
+    answer, answer_steps = final_answer(trace)
+    admitted = re.search(failure_pattern, answer, re.IGNORECASE) if answer else None
+    if admitted:
+        signs.append(
+            FailureSign(
+                "admitted_failure",
+                f"the final answer admits failure ({admitted.group(0)!r}: {answer[:60]!r})",
+                answer_steps,
+            )
+        )
+    calls = tool_calls(trace)
+    writes = {
+        call.step_id
+        for call in state_changing_calls(
+            trace, write_tools=write_tools, read_only_tools=read_only_tools
+        )
+        if not call.failed and call.result_step is not None
+    }
+    agents = agent_steps(trace)
+    last = agents[-1] if agents else None
+    handed = re.search(handoff_pattern, answer, re.IGNORECASE) if answer else None
+    if not writes:
+        if (
+            last is not None
+            and last.tool is not None
+            and is_read_only(last.tool.name, tuple(handoff_tools))
+        ):
+            signs.append(
+                FailureSign(
+                    "handoff",
+                    f"the run ends handing the user over ({last.tool.name} at step "
+                    f"{last.step_id}) without a state-changing call having succeeded",
+                    (last.step_id,),
+                )
+            )
+        elif handed:
+            signs.append(
+                FailureSign(
+                    "handoff",
+                    f"the final answer hands the task over ({handed.group(0)!r}) without a "
+                    "state-changing call having succeeded",
+                    answer_steps,
+                )
+            )
+    scratch = tuple(scratch_tools)
+    working = [call for call in calls if not is_read_only(call.name, scratch)]
+    if working and working[-1].failed:
+        # Only a call answered by an error: a log that ends on a call with no answer yet (a PR
+        # opened as the last step) has not shown that call failing.
+        ending = working[-1]
+        signs.append(
+            FailureSign(
+                "unrecovered_error",
+                f"the run's last tool call, {ending.name} at step {ending.step_id}, failed "
+                f"(step {ending.result_step}) and nothing succeeded after it",
+                (ending.result_step if ending.result_step is not None else ending.step_id,),
+            )
+        )
+    stop = _stop_reason(trace)
+    if stop is not None and re.search(budget_pattern, stop, re.IGNORECASE):
+        signs.append(FailureSign("budget", f"the run stopped on its budget ({stop!r})"))
+    return signs
+
+
+def task_completed(
+    trace: ReasoningTrace,
+    *,
+    failure_pattern: str = DEFAULT_FAILURE_PATTERN,
+    handoff_pattern: str = DEFAULT_HANDOFF_PATTERN,
+    budget_pattern: str = DEFAULT_BUDGET_PATTERN,
+    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
+    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
+    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
+    scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
+) -> Finding:
+    """The trace itself shows no sign that its run failed (:func:`failure_signs`): the outcome
+    when no expected actions are given. Undetermined when the task's expected actions are in
+    ``metadata.ground_truth``: they decide the outcome (``expected_actions_match``), and an
+    answer refusing what the policy forbids is then a success, not an admitted failure."""
+    if expected_actions(trace) is not None:
+        return Finding(None, "the task's expected actions decide the outcome (expected_actions)")
+    signs = failure_signs(
+        trace,
+        failure_pattern=failure_pattern,
+        handoff_pattern=handoff_pattern,
+        budget_pattern=budget_pattern,
+        handoff_tools=handoff_tools,
+        write_tools=write_tools,
+        read_only_tools=read_only_tools,
+        scratch_tools=scratch_tools,
+    )
+    if not signs:
+        return Finding(
+            True,
+            "no sign of failure: no false success flag, no admission or handoff in the final "
+            "answer, no failed last call, no budget stop",
+        )
+    steps = tuple(dict.fromkeys(step for sign in signs for step in sign.steps))
+    return Finding(False, "; ".join(sign.reason for sign in signs), steps)
