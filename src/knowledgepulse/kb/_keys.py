@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from ._base import Hit, KnowledgeBaseError, utc_now
 
 if TYPE_CHECKING:
-    from ._sql import Dialect
+    from ._dialect import Dialect
 
 __all__ = [
     "KEY_PREFIX",

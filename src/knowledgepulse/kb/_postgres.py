@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
+from ._dialect import Dialect
 from ._fulltext import POSTGRES_TEXT
 from ._index import ANN_THRESHOLD
 from ._pgconnect import connect, first_line, redact, register_vector
-from ._sql import Dialect, SQLKnowledgeBase, new_meta_rows
+from ._sql import SQLKnowledgeBase, new_meta_rows
 
 if TYPE_CHECKING:
     import psycopg

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
+from ._dialect import Dialect
 from ._fulltext import FTS5, TextEngine
 from ._index import ANN_THRESHOLD, VectorIndex
-from ._sql import Dialect, SQLKnowledgeBase, new_meta_rows
+from ._sql import SQLKnowledgeBase, new_meta_rows
 
 __all__ = ["SQLiteKnowledgeBase"]
 
