@@ -11,6 +11,7 @@ import pytest
 
 import knowledgepulse as kp
 from knowledgepulse.embedding._dedupe import DeduplicatingEmbedder
+from knowledgepulse.tasks import task_text
 
 
 class CountingEmbedder:
@@ -84,4 +85,5 @@ def test_scores_are_the_same_with_and_without_deduplication() -> None:
     inner = CountingEmbedder()
     deduplicated = kp.Scorer(embedder=DeduplicatingEmbedder(inner)).score_many(traces)
     assert deduplicated == plain
-    assert inner.seen == [trace.embedding_text]
+    # The task novelty embeds each trace's task text, once however often it recurs.
+    assert inner.seen == [task_text(trace).text]

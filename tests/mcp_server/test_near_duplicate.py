@@ -115,7 +115,7 @@ def test_service_mcp_explanation_and_curate_agree(
         assert record.copy_of is None
         # The embedder's nearest is named as the nearest (an attempt at the same task), never
         # as a duplicate.
-        assert f"(nearest {ANCHOR}: same task, done the same way (similarity 0.89))" in (
+        assert f"(nearest {ANCHOR}: same task, done the same way (similarity 0.99))" in (
             record.explanation
         )
     assert ValueScore.from_record(record).copy_of == record.copy_of
