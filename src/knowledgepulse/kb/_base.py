@@ -30,6 +30,7 @@ __all__ = [
     "FORMAT_VERSION",
     "VECTOR_TEXT_TASK",
     "VECTOR_TEXT_TRACE",
+    "VECTOR_TEXT_WORDS",
     "EmbeddingIdentity",
     "Hit",
     "KnowledgeBaseError",
@@ -39,6 +40,7 @@ __all__ = [
     "admit_rows",
     "unit_rows",
     "utc_now",
+    "vector_text_of",
 ]
 
 FORMAT_NAME = "knowledgepulse.kb"
@@ -49,6 +51,14 @@ FloatArray = npt.NDArray[np.float32]
 #: The texts a base's vectors are of (``kb_meta.vector_text``).
 VECTOR_TEXT_TASK = "task/1"
 VECTOR_TEXT_TRACE = "trace"
+#: How a message names each kind of vector.
+VECTOR_TEXT_WORDS = {VECTOR_TEXT_TASK: "task texts", VECTOR_TEXT_TRACE: "whole traces"}
+
+
+def vector_text_of(novelty: str) -> str:
+    """The text a novelty's vectors are of: ``task`` compares task texts, ``seed`` whole
+    traces."""
+    return VECTOR_TEXT_TASK if novelty == "task" else VECTOR_TEXT_TRACE
 
 
 class KnowledgeBaseError(KnowledgePulseError, RuntimeError):
@@ -92,7 +102,7 @@ class EmbeddingIdentity:
             dimensions=int(embedder.dimensions),
             windowing=str(getattr(embedder, "windowing", "first_window")),
             embedders=(str(embedder.name),),
-            text=VECTOR_TEXT_TASK if novelty == "task" else VECTOR_TEXT_TRACE,
+            text=vector_text_of(novelty),
             embedder=embedder,
         )
 
@@ -118,7 +128,7 @@ class EmbeddingIdentity:
         ]
 
     def describe(self) -> str:
-        what = "task texts" if self.text == VECTOR_TEXT_TASK else "whole traces"
+        what = VECTOR_TEXT_WORDS.get(self.text, VECTOR_TEXT_WORDS[VECTOR_TEXT_TRACE])
         return f"{self.model} ({self.dimensions} dimensions, {self.windowing}) of {what}"
 
 

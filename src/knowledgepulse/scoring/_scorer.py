@@ -408,16 +408,17 @@ def check_vector_text(memory: Any, novelty: NoveltyBy) -> None:
     text = getattr(identity, "text", None)
     if text is None:
         return
-    wanted = "task/1" if novelty == "task" else "trace"
+    from ..kb._base import VECTOR_TEXT_TRACE, VECTOR_TEXT_WORDS, vector_text_of
+
+    wanted = vector_text_of(novelty)
     if text != wanted:
         from ..kb import KnowledgeBaseMismatchError
 
-        have = "task texts" if text == "task/1" else "whole traces"
+        have = VECTOR_TEXT_WORDS.get(text, VECTOR_TEXT_WORDS[VECTOR_TEXT_TRACE])
         raise KnowledgeBaseMismatchError(
             f"{getattr(memory, 'location', 'the knowledge base')}: its vectors are of {have}; "
-            f"the {novelty} novelty compares vectors of "
-            f"{'task texts' if novelty == 'task' else 'whole traces'} (open it with "
-            f"EmbeddingIdentity.of(embedder, {novelty!r}) to migrate a base of whole traces)"
+            f"the {novelty} novelty compares vectors of {VECTOR_TEXT_WORDS[wanted]} (open it "
+            f"with EmbeddingIdentity.of(embedder, {novelty!r}) to migrate a base of whole traces)"
         )
 
 
