@@ -1,4 +1,5 @@
-"""Running ``kp view`` as a user does: a process, on loopback, on a free port."""
+"""Running ``kp view`` as a user does: a process, on loopback, on a free port; with the
+``serve`` extra (the service's application) or as where it is absent (the stdlib server)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 URL = re.compile(r" at (http://127\.0\.0\.1:\d+/)$")
+#: ``kp view`` where the ``serve`` extra is not installed: fastapi and uvicorn cannot be imported.
+WITHOUT_SERVE_EXTRA = (
+    "import sys; sys.modules.update(fastapi=None, uvicorn=None); "
+    "from knowledgepulse.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+#: How kp view is started: the service's application, or the stdlib fallback server.
+SERVERS = ("app", "stdlib")
 
 
 @dataclass(frozen=True)
@@ -37,15 +45,18 @@ class Running:
 
 @contextmanager
 def kp_view(
-    files: Sequence[str], *options: str, env: dict[str, str] | None = None
+    files: Sequence[str], *options: str, env: dict[str, str] | None = None, server: str = "app"
 ) -> Iterator[Running]:
-    """Start ``kp view FILES --port 0 --no-open``; stop it with SIGINT (Ctrl-C) on leaving."""
+    """Start ``kp view FILES --port 0 --no-open``; stop it with SIGINT (Ctrl-C) on leaving.
+
+    ``server="stdlib"``: as where the ``serve`` extra is absent (fastapi cannot be imported).
+    """
     environment = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
+    start = ["-m", "knowledgepulse"] if server == "app" else ["-c", WITHOUT_SERVE_EXTRA]
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "knowledgepulse",
+            *start,
             "view",
             *files,
             "--port",

@@ -2,8 +2,10 @@
 route and every error, validates against the schema ``kp serve``'s OpenAPI document gives for
 that route and status (``jsonschema``, draft 2020-12, as OpenAPI 3.1 uses).
 
-``kp view`` runs as a process on loopback, as a user starts it; the OpenAPI document is the
-service application's own (``create_app(...).openapi()``). Where the service has no such route
+``kp view`` runs as a process on loopback, as a user starts it, twice: serving the service's
+own application over its files (the ``serve`` extra installed), and as where that extra is
+absent (the standard library's fallback server); both answer every request here alike. The
+OpenAPI document is the service application's own (``create_app(...).openapi()``). Where the service has no such route
 (``/v1/groups``, an unknown path, a refused method) the answer is held to the component the
 service documents for it (``GroupList``; ``ErrorBody`` for every error).
 """
@@ -24,7 +26,7 @@ from _helpers import HashingEmbedder
 from knowledgepulse.embedding import check_embedder
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
 
-from ._running import Running, kp_view
+from ._running import SERVERS, Running, kp_view
 from .conftest import ALPHA, ALPHA_AGAIN, BETA, DELTA, EPSILON, make_view_files
 
 pytest.importorskip("fastapi")
@@ -119,23 +121,32 @@ ANSWERS: list[tuple[str, str, bytes | None, dict[str, str], str | None, int]] = 
     (GET, "/v1/stats", None, {}, "/v1/stats", 200),
     (GET, "/v1/groups", None, {}, None, 200),
     (GET, "/v1/nothing", None, {}, None, 404),
+    # Read-only: every write is a 405 with an ErrorBody, never a 5xx.
     (POST, "/v1/traces", b"{}", {}, None, 405),
+    (POST, "/v1/traces/batch", b"[]", {}, None, 405),
+    (POST, "/v1/score", b"{}", {}, None, 405),
     (GET, "/v1/stats", None, {"Authorization": "Bearer wrong"}, "/v1/stats", 401),
     (GET, "/v1/stats", None, {"Host": "evil.example"}, "/v1/stats", 403),
     (GET, "/no-such-page.html", None, {}, None, 404),
 ]
 
 
-@pytest.fixture(scope="module")
-def views(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Running]]:
+@pytest.fixture(scope="module", params=SERVERS)
+def views(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Running]]:
     """``kp view`` over every kind of file, and over score lines alone (traces without
-    their steps), both needing the key."""
-    files = make_view_files(tmp_path_factory.mktemp("view"))
-    env = {"KP_VIEW_CONTRACT_KEY": KEY}
-    option = ("--api-key-env", "KP_VIEW_CONTRACT_KEY")
+    their steps), both needing the key (``--api-key-file``); on the service's application,
+    then on the stdlib fallback."""
+    folder = tmp_path_factory.mktemp("view")
+    files = make_view_files(folder)
+    key_file = folder / "key"
+    key_file.write_text(KEY + "\n", encoding="utf-8")
+    option = ("--api-key-file", str(key_file))
+    server = request.param
     with (
-        kp_view(files.all, *option, env=env) as everything,
-        kp_view([str(files.scores)], *option, env=env) as scores_only,
+        kp_view(files.all, *option, server=server) as everything,
+        kp_view([str(files.scores)], *option, server=server) as scores_only,
     ):
         yield {"everything": everything, "scores only": scores_only}
 
@@ -198,3 +209,16 @@ def test_every_compare_answer_is_the_services_model(
                 f"{view}: {path} {status}: {p}" for p in disagreements(openapi, schema, answer)
             ]
     assert not found, "\n".join(found)
+
+
+def test_each_run_is_the_server_it_names(views: dict[str, Running], request: Any) -> None:
+    """The fallback run really is the stdlib server (it names itself), the other uvicorn
+    serving the service's application (no Server header, /healthz answers)."""
+    server = request.node.callspec.params["views"]
+    for running in views.values():
+        head = urllib.request.Request(running.url, method="HEAD")
+        with urllib.request.urlopen(head) as answer:
+            names = answer.headers.get("Server") or ""
+        assert names.startswith("kp-view") == (server == "stdlib"), names
+        status, _ = ask(running, GET, "/healthz")
+        assert status == (200 if server == "app" else 404)

@@ -82,6 +82,9 @@ def test_an_unset_key_variable_is_a_usage_error(
     code = main(["view", str(view_files.scores), "--api-key-env", "KP_VIEW_TEST_KEY"])
 
     assert code == 2
-    assert capsys.readouterr().err.startswith(
-        "kp: error: --api-key-env KP_VIEW_TEST_KEY: the variable is not set"
-    )
+    assert capsys.readouterr().err.splitlines() == [
+        # The old spelling is still taken, with a note naming the one spelling of a key.
+        "kp view: --api-key-env is deprecated: give --api-key-file PATH, or set "
+        "KNOWLEDGEPULSE_API_KEY",
+        "kp: error: --api-key-env KP_VIEW_TEST_KEY: the variable is not set (see 'kp view --help')",
+    ]

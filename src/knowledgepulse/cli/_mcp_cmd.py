@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,9 +9,7 @@ import click
 
 from ._app import app
 from ._kb_cmd import kb_option
-
-#: Where ``kp mcp`` takes its key from without --api-key-file (as ``capture`` does).
-API_KEY_VARIABLE = "KNOWLEDGEPULSE_API_KEY"
+from ._options import API_KEY_VARIABLE, api_key_file_option, read_api_key
 
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
@@ -35,14 +32,7 @@ if TYPE_CHECKING:
     help="Value a contribution must reach to be stored; kept in the base "
     "[default: the base's, else 0.5].",
 )
-@click.option(
-    "--api-key-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="PATH",
-    help="Act as the key of the base (kp keys create) written in this file: see the traces it "
-    f"sees, contribute as it [default: ${API_KEY_VARIABLE}, else the base's owner, who sees "
-    "all].",
-)
+@api_key_file_option
 # The old way: a key in the command line is readable by every local user (ps, /proc), so it is
 # refused, by name, with where the key goes now.
 @click.option("--api-key", "old_api_key", hidden=True, default=None)
@@ -52,15 +42,16 @@ def mcp_command(
     """Serve a knowledge base to an MCP client over stdio: search, read and contribute traces.
 
     The client starts this command and talks JSON-RPC on its stdin and stdout; the server acts
-    as the base's owner (it sees every trace) or as the key of --api-key-file or
-    $KNOWLEDGEPULSE_API_KEY. Log lines go to stderr.
+    as the key (kp keys create) of --api-key-file or $KNOWLEDGEPULSE_API_KEY: it sees the traces
+    that key sees and contributes as it; without a key, as the base's owner, who sees every
+    trace. Log lines go to stderr.
     """
     if old_api_key is not None:
         raise click.UsageError(
             "--api-key puts the key in the command line, where every local user can read it "
             f"(ps): give --api-key-file PATH, or set {API_KEY_VARIABLE}"
         )
-    api_key, given_as = _api_key(api_key_file)
+    api_key, given_as = read_api_key(api_key_file)
     from ..embedding import choose_embedder
     from ..kb import EmbeddingIdentity, open_knowledge_base
     from ..mcp_server import LOCAL_KEY, TraceMemory, run_stdio
@@ -94,21 +85,6 @@ def mcp_command(
             err=True,
         )
         run_stdio(TraceMemory(engine, ServiceSettings(), redact), key)
-
-
-def _api_key(path: Path | None) -> tuple[str | None, str]:
-    """The key to act as, and where it came from (for messages): the file's first line, else
-    the environment variable, else None (the base's owner)."""
-    if path is None:
-        return os.environ.get(API_KEY_VARIABLE) or None, f"${API_KEY_VARIABLE}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.UsageError(f"--api-key-file {path}: cannot read it ({exc})") from None
-    lines = text.strip().splitlines()
-    if not lines:
-        raise click.UsageError(f"--api-key-file {path}: the file is empty")
-    return lines[0].strip(), f"--api-key-file {path}"
 
 
 def _threshold(kb: KnowledgeBase, given: float | None) -> float:

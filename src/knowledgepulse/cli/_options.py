@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -142,6 +143,36 @@ def port_option(default: int) -> Callable[[F], F]:
         show_default=True,
         help="The TCP port to listen on (0: any free port).",
     )
+
+
+#: Where a command takes its API key from without ``--api-key-file`` (as ``capture`` does).
+API_KEY_VARIABLE = "KNOWLEDGEPULSE_API_KEY"
+
+
+def api_key_file_option(function: F) -> F:
+    """``--api-key-file PATH``: the one way a command takes a key; never the key in argv,
+    where every local user can read it (ps, /proc)."""
+    return click.option(
+        "--api-key-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="PATH",
+        help=f"Read the API key from the first line of this file [default: ${API_KEY_VARIABLE}].",
+    )(function)
+
+
+def read_api_key(path: Path | None) -> tuple[str | None, str]:
+    """The key of ``--api-key-file`` (its first line), else of ``$KNOWLEDGEPULSE_API_KEY``, else
+    None; and where it came from, for messages. An unreadable or empty file is a usage error."""
+    if path is None:
+        return os.environ.get(API_KEY_VARIABLE) or None, f"${API_KEY_VARIABLE}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--api-key-file {path}: cannot read it ({exc})") from None
+    lines = text.strip().splitlines()
+    if not lines:
+        raise click.UsageError(f"--api-key-file {path}: the file is empty")
+    return lines[0].strip(), f"--api-key-file {path}"
 
 
 def profiles_option(function: F) -> F:

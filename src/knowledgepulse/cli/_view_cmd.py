@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from .._errors import MissingDependencyError
 from ._app import app
-from ._options import PATHS_HELP, host_option, port_option
+from ._options import (
+    API_KEY_VARIABLE,
+    PATHS_HELP,
+    api_key_file_option,
+    host_option,
+    port_option,
+    read_api_key,
+)
 from ._run import EXIT_OK, MAX_REJECTIONS_SHOWN, check_paths, stderr_console
+
+if TYPE_CHECKING:
+    from ..viewer import ViewerData
 
 DEFAULT_PORT = 8751
 
@@ -36,23 +53,26 @@ DEFAULT_PORT = 8751
     show_default=True,
     help="Open the page in a web browser.",
 )
-@click.option(
-    "--api-key-env",
-    metavar="VAR",
-    help="Require 'Authorization: Bearer KEY' on the API, KEY read from this environment "
-    "variable (the page asks for it once). For a --host others can reach.",
-)
+@api_key_file_option
+# The old spelling: the name of a variable holding the key. Still taken, with a note, so that
+# scripts keep working; --api-key-file PATH (else $KNOWLEDGEPULSE_API_KEY) is the one spelling.
+@click.option("--api-key-env", "old_api_key_env", metavar="VAR", hidden=True, default=None)
 def view_command(
-    files: tuple[str, ...], host: str, port: int, open_browser: bool, api_key_env: str | None
+    files: tuple[str, ...],
+    host: str,
+    port: int,
+    open_browser: bool,
+    api_key_file: Path | None,
+    old_api_key_env: str | None,
 ) -> None:
-    """Browse scored traces, their steps, rubric results and near-duplicates in a web page."""
-    from ..viewer import ViewerServer, load_view_files
+    """Browse scored traces, their steps, rubric results and near-duplicates in a web page.
 
-    api_key = None
-    if api_key_env is not None:
-        api_key = os.environ.get(api_key_env)
-        if not api_key:
-            raise click.UsageError(f"--api-key-env {api_key_env}: the variable is not set")
+    With a key (--api-key-file, else $KNOWLEDGEPULSE_API_KEY) the API needs
+    'Authorization: Bearer KEY' (the page asks for it once): for a --host others can reach.
+    """
+    from ..viewer import is_loopback, load_view_files
+
+    api_key = _api_key(api_key_file, old_api_key_env)
     data = load_view_files(check_paths(files))
     console = stderr_console()
     for problem in (data.skipped + data.warnings)[:MAX_REJECTIONS_SHOWN]:
@@ -61,33 +81,82 @@ def view_command(
         raise click.ClickException(
             f"nothing to view in {len(data.files)} files: no score, eval, trace or groups line"
         )
-    try:
-        server = ViewerServer(data, host=host, port=port, api_key=api_key)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise click.ClickException(
-            f"cannot listen on {host}:{port}: {reason} (--port 0 picks a free port)"
-        ) from None
     # Ctrl-C is how the server stops, whenever it comes (even while starting): exit 0.
     try:
-        with server:
+        with _serving(data, host, port, api_key) as url:
             click.echo(
                 f"kp view: {len(data.traces)} traces, {len(data.groups)} groups from "
-                f"{len(data.files)} files ({len(data.skipped)} lines skipped) at {server.url}"
+                f"{len(data.files)} files ({len(data.skipped)} lines skipped) at {url}"
             )
-            if api_key is None and not server.loopback:
+            if api_key is None and not is_loopback(host):
                 console.print(
-                    f"warning: listening on {host} without --api-key-env: whoever reaches it "
-                    "can read every trace",
+                    f"warning: listening on {host} without an API key (--api-key-file): "
+                    "whoever reaches it can read every trace",
                     highlight=False,
                 )
             if open_browser:
-                _open(server.url)
+                _open(url)
             click.echo("press Ctrl-C to stop")
-            server.wait()
+            while True:
+                time.sleep(3600)
     except KeyboardInterrupt:
         click.echo("stopped")
     raise click.exceptions.Exit(EXIT_OK)
+
+
+def _api_key(path: Path | None, old_variable: str | None) -> str | None:
+    if old_variable is None:
+        return read_api_key(path)[0]
+    click.echo(
+        "kp view: --api-key-env is deprecated: give --api-key-file PATH, or set "
+        f"{API_KEY_VARIABLE}",
+        err=True,
+    )
+    if path is not None:
+        raise click.UsageError("give --api-key-file or --api-key-env, not both")
+    api_key = os.environ.get(old_variable)
+    if not api_key:
+        raise click.UsageError(f"--api-key-env {old_variable}: the variable is not set")
+    return api_key
+
+
+@contextmanager
+def _serving(data: ViewerData, host: str, port: int, api_key: str | None) -> Iterator[str]:
+    """The page's URL while the files are served: by the service's application (the ``serve``
+    extra), else by the standard library's server answering the same contract."""
+    try:
+        from ..service import SOURCE_SETTINGS, create_source_app, server_in_thread
+        from ..viewer._source import FilesSource
+    except MissingDependencyError:
+        from ..viewer import ViewerServer
+
+        try:
+            server = ViewerServer(data, host=host, port=port, api_key=api_key)
+        except OSError as exc:
+            raise _cannot_listen(host, port, exc) from None
+        with server:
+            yield server.url
+        return
+    from ..viewer import is_loopback
+
+    settings = replace(SOURCE_SETTINGS, loopback_hosts_only=is_loopback(host))
+    app = create_source_app(FilesSource(data), api_key=api_key, settings=settings)
+    try:
+        serving = server_in_thread(app, host, port)
+        url = serving.__enter__()
+    except OSError as exc:
+        raise _cannot_listen(host, port, exc) from None
+    try:
+        yield url + "/"
+    finally:
+        serving.__exit__(None, None, None)
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> click.ClickException:
+    reason = exc.strerror or str(exc)
+    return click.ClickException(
+        f"cannot listen on {host}:{port}: {reason} (--port 0 picks a free port)"
+    )
 
 
 def _open(url: str) -> None:

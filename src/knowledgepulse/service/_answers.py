@@ -29,7 +29,7 @@ from starlette.responses import Response
 
 from ._limits import DISCARD_BYTES
 
-__all__ = ["SECURITY_HEADERS", "SecureAnswers", "client_went_away"]
+__all__ = ["SECURITY_HEADERS", "LoopbackHosts", "SecureAnswers", "client_went_away"]
 
 # The server's own log (uvicorn configures its handler and level).
 logger = logging.getLogger("uvicorn.error")
@@ -140,6 +140,41 @@ class SecureAnswers:
                 if size > DISCARD_BYTES:
                     return False
         return False
+
+
+#: The ``Host`` names of a loopback address (``ServiceSettings.loopback_hosts_only``).
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+class LoopbackHosts:
+    """ASGI middleware: 403 for a request whose ``Host`` names anything but a loopback name.
+
+    A web page elsewhere could otherwise point its own host name at 127.0.0.1 (DNS rebinding)
+    and read what a server on loopback answers.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not _loopback_host(dict(scope.get("headers") or [])):
+            body = json.dumps(
+                {"detail": "this server answers localhost only", "problems": []}
+            ).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 403, "headers": headers})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
+        await self.app(scope, receive, send)
+
+
+def _loopback_host(headers: dict[bytes, bytes]) -> bool:
+    host = headers.get(b"host", b"").decode("latin-1")
+    name = host if host.endswith("]") else host.rsplit(":", 1)[0]
+    return name.strip("[]").lower() in LOOPBACK_NAMES
 
 
 async def _send_page(send: Any, held: list[Any]) -> None:

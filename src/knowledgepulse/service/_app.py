@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,15 +18,23 @@ from .._schema import format_path
 from ..api_models import ErrorBody, GroupList, Problem, SearchRequest, trace_schemas
 from ..api_models import components as model_components
 from ..kb import KnowledgeBase, KnowledgeBaseError
-from ._answers import SecureAnswers, client_went_away
+from ._answers import LoopbackHosts, SecureAnswers, client_went_away
 from ._bodies import RequestProblem
 from ._engine import Engine
 from ._limits import retry_after
 from ._routes import router
 from ._settings import DEFAULT_THRESHOLD, ServiceSettings
+from ._source import KnowledgeBaseSource, OneKey, TraceSource
 from ._state import ServiceState, Stopped, stop_point
 
-__all__ = ["ServiceState", "Stopped", "create_app", "stop_point"]
+__all__ = [
+    "SOURCE_SETTINGS",
+    "ServiceState",
+    "Stopped",
+    "create_app",
+    "create_source_app",
+    "stop_point",
+]
 
 DESCRIPTION = """Score, contribute, search and read agent reasoning traces in a shared knowledge base.
 
@@ -68,13 +76,65 @@ def create_app(
         threshold = float(kept) if kept is not None else DEFAULT_THRESHOLD
     elif kb.setting("threshold") != repr(float(threshold)):
         kb.set_setting("threshold", repr(float(threshold)))
-    state = ServiceState(Engine(kb, embedder, float(threshold)), settings or ServiceSettings())
+    source = KnowledgeBaseSource(Engine(kb, embedder, float(threshold)))
+    state = ServiceState(source, settings or ServiceSettings())
+    app = _application(state, on_shutdown=kb.close if close_kb else None)
+    _mount_mcp(app, state)
+    _add_error_answers(app)
+    _complete_openapi(app)
+    if viewer:
+        _mount_viewer(app)
+    return app
+
+
+def create_source_app(
+    source: TraceSource,
+    *,
+    api_key: str | None = None,
+    settings: ServiceSettings | None = None,
+    viewer: bool = True,
+) -> FastAPI:
+    """The same application over a read-only :class:`TraceSource` (``kp view``'s files).
+
+    The routes, key check, Host check, security headers, error bodies and limits are those of
+    :func:`create_app`; writes (``POST /v1/score``, ``/v1/traces``) answer 405 and ``/mcp`` is
+    not mounted.
+
+    Args:
+        source: what ``/v1`` answers from (``knowledgepulse.viewer.FilesSource``).
+        api_key: when set, every ``/v1`` request needs ``Authorization: Bearer <api_key>``
+            (401 otherwise); None: every request reads.
+        settings: the limits (default :data:`SOURCE_SETTINGS`).
+        viewer: serve the browser viewer at ``/``.
+    """
+    keys = OneKey(api_key)
+    state = ServiceState(
+        source,
+        settings or SOURCE_SETTINGS,
+        key_store=keys,
+        open_key=OneKey.OPEN if api_key is None else None,
+    )
+    app = _application(state, on_shutdown=None)
+    _add_error_answers(app)
+    _complete_openapi(app)
+    if viewer:
+        _mount_viewer(app)
+    return app
+
+
+#: A read-only source's limits: one user's browser, on loopback (the Host check on), whose
+#: page asks for several answers at once (no rate limit).
+SOURCE_SETTINGS = ServiceSettings(rate_per_s=0.0, loopback_hosts_only=True)
+
+
+def _application(state: ServiceState, *, on_shutdown: Callable[[], None] | None) -> FastAPI:
+    """The FastAPI application over ``state``: the routes and what every answer carries."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        if close_kb:
-            kb.close()
+        if on_shutdown is not None:
+            on_shutdown()
 
     app = FastAPI(
         title="knowledgepulse",
@@ -85,16 +145,13 @@ def create_app(
     app.state.service = state
     app.include_router(router)
     pages = {app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url}
+    if state.settings.loopback_hosts_only:
+        app.add_middleware(LoopbackHosts)
     app.add_middleware(
         SecureAnswers,
         pages={page for page in pages if page},
         discard_timeout_s=state.settings.read_timeout_s,
     )
-    _mount_mcp(app, state)
-    _add_error_answers(app)
-    _complete_openapi(app)
-    if viewer:
-        _mount_viewer(app)
     return app
 
 

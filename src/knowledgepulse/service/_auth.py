@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import anyio.to_thread
 from starlette.exceptions import HTTPException
@@ -15,7 +16,7 @@ from ..kb._keys import hash_key
 from ._connections import hold
 from ._limits import RateLimiter, retry_after, whole_seconds
 
-__all__ = ["KeyCheck", "Unauthorized"]
+__all__ = ["KeyCheck", "KeyStore", "Unauthorized"]
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="knowledgepulse"'}
 
@@ -31,25 +32,34 @@ def _too_many(what: str, wait: float) -> HTTPException:
     return HTTPException(429, f"{what}: retry in {seconds} s", headers=retry_after(seconds))
 
 
+class KeyStore(Protocol):
+    """Where keys are verified: a knowledge base, or ``kp view``'s one key (``OneKey``)."""
+
+    def verify_api_key(self, secret: str) -> ApiKey | None: ...
+
+
 class KeyCheck:
     """Verifies ``Authorization: Bearer KEY`` against the base's keys.
 
     A verified (or refused) key is remembered for ``cache_s`` seconds, by its hash, so a busy
     client costs one lookup per period, not one per request. A client address that has had
     its share of 401 and 403 answers (``failures``, a bucket per address) is answered 429
-    before its key is looked at, until the bucket refills.
+    before its key is looked at, until the bucket refills. With ``open_key`` set (``kp view``
+    without a key), every request is that key, whatever its header says.
     """
 
     def __init__(
         self,
-        kb: KnowledgeBase,
+        kb: KnowledgeBase | KeyStore,
         limiter: RateLimiter,
         cache_s: float,
         *,
         failures: RateLimiter | None = None,
         max_cached: int = 10_000,
+        open_key: ApiKey | None = None,
     ) -> None:
         self._kb = kb
+        self._open_key = open_key
         self._limiter = limiter
         self._failures = failures or RateLimiter(0, 1)
         self._cache_s = cache_s
@@ -85,6 +95,8 @@ class KeyCheck:
         self._limiter.charge(key.id, cost)
 
     async def identify(self, request: Request) -> ApiKey:
+        if self._open_key is not None:
+            return self._open_key
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

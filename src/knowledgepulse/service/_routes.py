@@ -12,12 +12,11 @@ from starlette.exceptions import HTTPException
 from .. import __version__
 from .._schema import ReasoningTrace, format_path
 from ..api_models import (
-    VIEWER_ONLY,
     Contribution,
     ContributionBatch,
     ErrorBody,
+    GroupList,
     Health,
-    KeyInfo,
     ScoreResponse,
     SearchRequest,
     SearchResponse,
@@ -25,12 +24,13 @@ from ..api_models import (
     TraceDetail,
     TraceList,
 )
-from ..compare import TraceComparison
+from ..compare import EvaluationComparison, TraceComparison
 from ..importers import format_names
-from ..kb import ApiKey, is_server_url
+from ..kb import ApiKey
 from ..tasks import task_text
 from ._bodies import RequestProblem, parse_json, problem, refuse_unstorable_ids, traces_of
 from ._limits import read_body
+from ._source import ListQuery
 from ._state import ServiceState, stop_point
 
 __all__ = ["router"]
@@ -46,6 +46,7 @@ _ERRORS = {
     401: "No API key, or not a valid one.",
     403: "The key's scope is too low.",
     404: "No such trace, or one this key may not see.",
+    405: "This server reads files and stores nothing (kp view).",
     408: "The body arrived too slowly.",
     409: "The trace id was taken meanwhile by a trace this key may not see; post it again.",
     413: "Too large: the body, a trace's steps, or the number of traces.",
@@ -123,15 +124,26 @@ def _in_parts(traces: list[ReasoningTrace]) -> list[list[ReasoningTrace]]:
     return [traces[start : start + _PART] for start in range(0, len(traces), _PART)]
 
 
-def _json_answer(model: Any) -> Response:
+def _json_answer(model: Any, exclude: set[str] | None = None) -> Response:
     """``model`` as FastAPI would answer it, serialised in the worker thread, not the loop."""
-    return JSONResponse(model.model_dump(mode="json", by_alias=True))
+    return JSONResponse(model.model_dump(mode="json", by_alias=True, exclude=exclude))
+
+
+def _answer(state: ServiceState, model: Any) -> Response:
+    """``model`` without the fields the source leaves out (a knowledge base: kp view's own)."""
+    return _json_answer(model, state.source.left_out(type(model)) or None)
+
+
+def _writable(request: Request) -> None:
+    """Before the key: a source that stores nothing answers a write 405 (``ReadOnly``)."""
+    _state(request).engine  # noqa: B018 - the property raises for a read-only source
 
 
 @router.post(
     "/v1/score",
     response_model=ScoreResponse,
-    responses=_errors(*_WRITE_ERRORS),
+    responses=_errors(405, *_WRITE_ERRORS),
+    dependencies=[Depends(_writable)],
     openapi_extra=_body(
         {"anyOf": [_TRACE, {"type": "array", "items": _TRACE}]},
         "A trace, or a list of traces (or, with `from`, a log record).",
@@ -182,8 +194,9 @@ async def _contribute(
             "model": Contribution,
             "description": "Already stored (the stored result), or rejected.",
         },
-        **_errors(409, *_WRITE_ERRORS),
+        **_errors(405, 409, *_WRITE_ERRORS),
     },
+    dependencies=[Depends(_writable)],
     openapi_extra=_body(_TRACE, "A trace (or, with `from`, a log record holding one)."),
     summary="Contribute a trace: stored when its value reaches the threshold",
 )
@@ -200,7 +213,8 @@ async def contribute(
 @router.post(
     "/v1/traces/batch",
     response_model=ContributionBatch,
-    responses=_errors(*_WRITE_ERRORS),
+    responses=_errors(405, *_WRITE_ERRORS),
+    dependencies=[Depends(_writable)],
     openapi_extra=_body(
         {"type": "array", "items": _TRACE}, "A list of traces (or, with `from`, a log record)."
     ),
@@ -212,6 +226,13 @@ async def contribute_batch(
     return ContributionBatch(results=await _contribute(request, key, source_format, many=True))
 
 
+_SORT_HELP = (
+    "value or added_at, with - for descending (default -added_at). kp view also sorts by "
+    "complexity, novelty, tool_diversity, outcome, success, domain and id (default -value)."
+)
+_KP_VIEW = "kp view only: the least (value_min) or most (value_max) value listed."
+
+
 @router.get(
     "/v1/traces",
     response_model=TraceList,
@@ -221,35 +242,33 @@ async def contribute_batch(
 async def list_traces(
     request: Request,
     key: Reader,
-    sort: Literal["value", "-value", "added_at", "-added_at"] = "-added_at",
+    sort: Annotated[str | None, Query(description=_SORT_HELP)] = None,
     domain: Annotated[str | None, Query(description="Only this task_domain.")] = None,
     q: Annotated[str | None, Query(description="Only ids or objectives containing this.")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    value_min: Annotated[float | None, Query(allow_inf_nan=False, description=_KP_VIEW)] = None,
+    value_max: Annotated[float | None, Query(allow_inf_nan=False, description=_KP_VIEW)] = None,
 ) -> TraceList:
     state = _state(request)
-    return await state.read(
-        lambda: state.engine.listing(
-            key.viewer, sort=sort, domain=domain, text=q, limit=limit, offset=offset
-        )
-    )
+    query = ListQuery(sort, domain, q, limit, offset, value_min, value_max)
+    return await state.read(state.source.listing, key.viewer, query)
 
 
 @router.get(
     "/v1/traces/{trace_id}",
     response_model=TraceDetail,
-    response_model_exclude=VIEWER_ONLY[TraceDetail],
     responses=_errors(404, *_READ_ERRORS),
     summary="A stored trace, its score record and its near-duplicates",
 )
 async def get_trace(
     request: Request, key: Reader, trace_id: Annotated[str, Path(max_length=1000)]
-) -> TraceDetail:
+) -> Response:
     state = _state(request)
-    found = await state.read(state.engine.detail, trace_id, key.viewer)
+    found = await state.read(state.source.detail, trace_id, key.viewer)
     if found is None:
         raise HTTPException(404, f"no trace {trace_id}")
-    return found
+    return _answer(state, found)
 
 
 @router.get(
@@ -271,7 +290,7 @@ async def compare(
     state = _state(request)
 
     def work() -> TraceComparison | str:
-        return state.engine.compare(a, b, key.viewer, None if rubric == "none" else rubric)
+        return state.source.compare(a, b, key.viewer, None if rubric == "none" else rubric)
 
     found = await state.work(key.id, work)
     if isinstance(found, str):
@@ -315,7 +334,7 @@ def _search(state: ServiceState, key: ApiKey, body: bytes) -> SearchResponse:
     assert text is not None
     k = min(query.k, state.settings.max_k)
     try:
-        hits, reason = state.engine.search(text, k, key.viewer, query.prefer)
+        hits, reason = state.source.search(text, k, key.viewer, query.prefer)
     except ValueError as exc:  # a text over recall's limit, or blank
         wrong = problem("text", str(exc).removeprefix("query: "))
         raise RequestProblem(f"invalid search: text: {wrong.message}", [wrong]) from None
@@ -329,14 +348,48 @@ def _under(prefix: str, path: str) -> str:
 @router.get(
     "/v1/stats",
     response_model=Stats,
-    response_model_exclude=VIEWER_ONLY[Stats],
     responses=_errors(*_READ_ERRORS),
     summary="Counts over the traces this key may see",
 )
-async def stats(request: Request, key: Reader) -> Stats:
+async def stats(request: Request, key: Reader) -> Response:
     state = _state(request)
-    counts = await state.read(state.engine.stats, key.viewer)
-    return Stats(**counts, key=KeyInfo(name=key.name, scope=key.scope, team=key.org))
+    return _answer(state, await state.read(state.source.stats, key))
+
+
+@router.get(
+    "/v1/groups",
+    response_model=GroupList,
+    responses=_errors(404, *_READ_ERRORS),
+    summary="kp view only: the groups of near-duplicates read from kp curate --groups files",
+)
+async def groups(request: Request, key: Reader) -> Response:
+    state = _state(request)
+    found = await state.read(state.source.groups)
+    if found is None:
+        raise HTTPException(404, "this server keeps no groups: kp view reads kp curate --groups")
+    return _answer(state, found)
+
+
+@router.get(
+    "/v1/runs/compare",
+    response_model=EvaluationComparison,
+    responses=_errors(404, *_READ_ERRORS),
+    summary="kp view only: the kp eval lines of two files compared",
+)
+async def compare_runs(
+    request: Request,
+    key: Reader,
+    a: Annotated[str | None, Query(description="The file of kp eval lines before.")] = None,
+    b: Annotated[str | None, Query(description="The file of kp eval lines after.")] = None,
+    by: Annotated[str | None, Query(description="Pair the cases by id (default) or task.")] = None,
+) -> Response:
+    state = _state(request)
+    found = await state.read(state.source.compare_runs, a, b, by)
+    if found is None:
+        raise HTTPException(404, "this server keeps no runs: kp view reads kp eval files")
+    if isinstance(found, str):
+        raise HTTPException(404, f"no kp eval lines read from {found}")
+    return _answer(state, found)
 
 
 @router.get(
@@ -347,21 +400,11 @@ async def stats(request: Request, key: Reader) -> Stats:
 )
 async def healthz(request: Request) -> Any:
     state = _state(request)
-    engine = state.engine
-    embedder = {
-        "name": str(getattr(engine.embedder, "name", type(engine.embedder).__name__)),
-        "dimensions": int(engine.embedder.dimensions),
-    }
-    identity = engine.kb.identity
     # Nothing an anonymous caller could learn about the contents: no counts, no location.
-    base: dict[str, Any] = {
-        "backend": "postgresql" if is_server_url(engine.kb.location) else "sqlite",
-        "model": None if identity is None else identity.model,
-        "threshold": engine.threshold,
-    }
+    base, embedder = state.source.health()
     status = "ok"
     try:
-        await state.read(engine.kb.setting, "threshold")  # one small query: the base answers
+        await state.read(state.source.ping)  # one small query: the base answers
     except Exception as exc:  # any failure to answer is what this endpoint reports
         status = "unavailable"
         base["error"] = type(exc).__name__

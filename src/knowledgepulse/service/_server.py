@@ -81,14 +81,21 @@ def server_in_thread(
     drain_s: float = 5.0,
     log_level: str = "warning",
 ) -> Iterator[str]:
-    """Serve ``app`` in a background thread; yields its base URL (``http://127.0.0.1:PORT``).
+    """Serve ``app`` in a background thread; yields its base URL (``http://127.0.0.1:PORT``,
+    ``http://[::1]:PORT``).
 
-    Port 0 picks a free port. On exit the server drains and stops, as on SIGTERM.
+    Port 0 picks a free port; an address that cannot be listened on raises ``OSError`` before
+    anything starts. On exit the server drains and stops, as on SIGTERM.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
     bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
     server = _server(_config(app, host, bound, drain_s, log_level=log_level))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -98,7 +105,7 @@ def server_in_thread(
             raise RuntimeError("the server did not start")
         time.sleep(0.01)
     try:
-        yield f"http://{host}:{bound}"
+        yield f"http://{shown}:{bound}"
     finally:
         server.should_exit = True
         thread.join(timeout=drain_s + 10)

@@ -50,6 +50,9 @@ class ServiceSettings:
             closed (its client opens a new one).
         mcp_stream_s: an MCP GET stream is ended after this long (the client opens it again
             when it wants one), so a held stream cannot keep its session from idling out.
+        loopback_hosts_only: refuse (403) every request whose ``Host`` header names anything
+            but a loopback name: a page elsewhere cannot reach a server on 127.0.0.1 by
+            pointing its own name there (DNS rebinding). On for ``kp view`` on loopback.
     """
 
     max_body_bytes: int = 1024 * 1024
@@ -78,3 +81,4 @@ class ServiceSettings:
     mcp_streams_per_key: int = 4
     mcp_session_idle_s: float = 600.0
     mcp_stream_s: float = 300.0
+    loopback_hosts_only: bool = False

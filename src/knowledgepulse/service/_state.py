@@ -13,14 +13,17 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+from starlette.exceptions import HTTPException
 
-from ._auth import KeyCheck
+from ..kb import ApiKey
+from ._auth import KeyCheck, KeyStore
 from ._bodies import load_redactor
 from ._engine import Engine
 from ._limits import RateLimiter
 from ._settings import ServiceSettings
+from ._source import TraceSource
 
-__all__ = ["ServiceState", "Stopped", "stop_point"]
+__all__ = ["ReadOnly", "ServiceState", "Stopped", "stop_point"]
 
 T = TypeVar("T")
 
@@ -40,28 +43,65 @@ def stop_point() -> None:
         raise Stopped
 
 
+class ReadOnly(HTTPException):
+    """A write (score, contribute) asked of a source that takes none: 405, never a 5xx."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            405,
+            "this server reads files and stores nothing (kp view): score and contribute "
+            "with kp serve",
+            headers={"Allow": "GET, HEAD"},
+        )
+
+
 class ServiceState:
-    """What the routes share: the engine, the key check, the limits, the worker pools.
+    """What the routes share: the source, the key check, the limits, the worker pools.
 
     Two pools: ``workers`` threads embed and score, each key holding at most
     ``settings.workers_per_key`` of them at once (its further requests wait their turn, within
     the request timeout); ``read_workers`` other threads answer the cheap reads, so that a
     flood of scoring never delays ``/healthz``, stats, listings or a trace.
+
+    Args:
+        source: what the routes read (:class:`KnowledgeBaseSource`, or kp view's files).
+        settings: the limits.
+        key_store: where keys are verified (default: the source's knowledge base).
+        open_key: every request is this key (kp view without a key; see :class:`KeyCheck`).
     """
 
-    def __init__(self, engine: Engine, settings: ServiceSettings) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        source: TraceSource,
+        settings: ServiceSettings,
+        *,
+        key_store: KeyStore | None = None,
+        open_key: ApiKey | None = None,
+    ) -> None:
+        self.source = source
+        self._engine = source.engine
         self.settings = settings
         self.keys = KeyCheck(
-            engine.kb,
+            key_store if key_store is not None else self.engine.kb,
             RateLimiter(settings.rate_per_s, settings.burst),
             settings.key_cache_s,
             failures=RateLimiter(settings.auth_failures_per_s, settings.auth_failure_burst),
+            open_key=open_key,
         )
-        self.redact, self.redaction = load_redactor()
+        if self._engine is None:
+            self.redact, self.redaction = (lambda trace: trace), "off: nothing is stored"
+        else:
+            self.redact, self.redaction = load_redactor()
         self._workers: anyio.CapacityLimiter | None = None
         self._readers: anyio.CapacityLimiter | None = None
         self._shares: dict[str, tuple[anyio.CapacityLimiter, int]] = {}  # key -> (share, users)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine that scores and stores; :class:`ReadOnly` (405) for a read-only source."""
+        if self._engine is None:
+            raise ReadOnly
+        return self._engine
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in the worker pool, within the request timeout (then 503)."""

@@ -2,8 +2,10 @@
 
 The page (``index.html``, ``viewer.js``, ``viewer.css`` in :data:`STATIC_DIR`) is plain
 JavaScript calling the ``/v1`` API on its own origin. ``kp serve`` mounts it with
-:func:`mount_viewer`; ``kp view`` serves it with :class:`ViewerServer` over files read by
-:func:`load_view_files`, answering the same API from memory.
+:func:`mount_viewer`. ``kp view`` serves the same application over the files read by
+:func:`load_view_files` (``viewer._source.FilesSource``, a read-only source of
+``knowledgepulse.service.create_source_app``); where the ``serve`` extra is absent,
+:class:`ViewerServer` (the standard library's server) answers the same contract from memory.
 """
 
 from ._load import GroupEntry, ViewedTrace, ViewerData, load_view_files
@@ -15,7 +17,7 @@ from ._queries import (
     trace_detail,
     trace_stats,
 )
-from ._server import ViewerServer
+from ._server import ViewerServer, is_loopback
 from ._static import STATIC_DIR, STATIC_FILES, mount_viewer
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "ViewerData",
     "ViewerServer",
     "group_list",
+    "is_loopback",
     "list_traces",
     "load_view_files",
     "mount_viewer",

@@ -43,7 +43,7 @@ from ._queries import (
 )
 from ._static import STATIC_DIR, STATIC_FILES
 
-__all__ = ["ViewerServer"]
+__all__ = ["ViewerServer", "is_loopback"]
 
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 _MAX_BODY = 1 << 20
@@ -73,7 +73,7 @@ class ViewerServer:
     def __init__(
         self, data: ViewerData, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None
     ) -> None:
-        self.loopback = _is_loopback(host)
+        self.loopback = is_loopback(host)
         handler = type(
             "_BoundHandler",
             (_Handler,),
@@ -154,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the terminal shows what kp view says, not one line per request."""
 
     def _answer(self, method: str) -> None:
-        if self.loopback_only and not self._host_is_loopback():
+        if self.loopback_only and not self._hostis_loopback():
             self._send_error(HTTPStatus.FORBIDDEN, "this server answers localhost only")
             return
         path = urlsplit(self.path).path
@@ -169,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_api(method, path)
 
-    def _host_is_loopback(self) -> bool:
+    def _hostis_loopback(self) -> bool:
         host = self.headers.get("Host", "")
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         return name.strip("[]").lower() in _LOOPBACK_NAMES
@@ -276,7 +276,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is this machine's loopback."""
     if host.lower() == "localhost":
         return True
     try:
