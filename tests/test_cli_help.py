@@ -124,3 +124,14 @@ def test_an_option_says_the_same_in_every_command() -> None:
                 (_metavar(path, option), option.help or "")
             )
     assert {name: sorted(s) for name, s in spellings.items() if len(s) > 1} == {}
+
+
+def test_a_key_is_taken_one_way_never_in_argv() -> None:
+    """Every command that takes an API key takes it from --api-key-file PATH (else
+    $KNOWLEDGEPULSE_API_KEY): no visible option carries a key, or the name of a variable."""
+    takers = {
+        path: _name(option)
+        for path, option in _options()
+        if "api-key" in _name(option) or "api_key" in (option.name or "")
+    }
+    assert takers == {"kp mcp": "--api-key-file", "kp view": "--api-key-file"}

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 URL = re.compile(r" at (http://127\.0\.0\.1:\d+/)$")
@@ -100,3 +101,28 @@ def _url_of(process: subprocess.Popen[str]) -> tuple[str, str]:
                 break
     stderr = process.stderr.read() if process.poll() is not None and process.stderr else ""
     raise AssertionError(f"kp view did not print its URL (exit {process.poll()}): {stderr}")
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str  # the page's address, ending in /
+
+
+@contextmanager
+def served(data: Any, server: str, api_key: str | None = None) -> Iterator[Served]:
+    """``data`` (``load_view_files``) served in this process on loopback, as kp view serves it:
+    the service's application over a ``FilesSource`` (``server="app"``), or the stdlib
+    fallback server (``"stdlib"``)."""
+    if server == "stdlib":
+        from knowledgepulse.viewer import ViewerServer
+
+        with ViewerServer(data, api_key=api_key) as running:
+            yield Served(running.url)
+        return
+    import pytest
+
+    pytest.importorskip("fastapi")
+    from knowledgepulse.service import FilesSource, create_source_app, server_in_thread
+
+    with server_in_thread(create_source_app(FilesSource(data), api_key=api_key)) as url:
+        yield Served(url + "/")

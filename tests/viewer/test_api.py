@@ -1,4 +1,6 @@
-"""``kp view``'s HTTP API (the ``/v1`` contract), the page's files, the key and the Host check."""
+"""``kp view``'s HTTP API (the ``/v1`` contract), the page's files, the key and the Host check:
+each test on the service's application over the files (``app``) and on the stdlib fallback
+(``stdlib``); where their words differ (a parameter FastAPI checks), each is given."""
 
 from __future__ import annotations
 
@@ -11,19 +13,26 @@ from urllib.parse import quote
 
 import pytest
 
-from knowledgepulse.viewer import ViewerServer, load_view_files
+from knowledgepulse.viewer import load_view_files
 
+from ._running import SERVERS, Served, served
 from .conftest import ALPHA, ALPHA_AGAIN, BETA, DELTA, EPSILON, XSS_OBJECTIVE, ViewFiles
 
 
+@pytest.fixture(params=SERVERS)
+def kind(request: pytest.FixtureRequest) -> str:
+    """Which server: ``app`` (the service's application) or ``stdlib`` (the fallback)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def server(view_files: ViewFiles) -> Iterator[ViewerServer]:
-    with ViewerServer(load_view_files(view_files.all)) as running:
+def server(view_files: ViewFiles, kind: str) -> Iterator[Served]:
+    with served(load_view_files(view_files.all), kind) as running:
         yield running
 
 
 def call(
-    server: ViewerServer,
+    server: Served,
     path: str,
     *,
     body: Any = None,
@@ -57,7 +66,7 @@ def ids(body: dict[str, Any]) -> list[str]:
     return [item["id"] for item in body["items"]]
 
 
-def test_traces_sorted_by_value_by_default(server: ViewerServer) -> None:
+def test_traces_sorted_by_value_by_default(server: Served) -> None:
     status, body = call(server, "/v1/traces")
 
     assert status == 200
@@ -95,21 +104,21 @@ def test_traces_sorted_by_value_by_default(server: ViewerServer) -> None:
         ("-success", [ALPHA, ALPHA_AGAIN, BETA, DELTA, EPSILON]),
     ],
 )
-def test_traces_sorted_by_any_column(server: ViewerServer, sort: str, expected: list[str]) -> None:
+def test_traces_sorted_by_any_column(server: Served, sort: str, expected: list[str]) -> None:
     assert ids(call(server, f"/v1/traces?sort={sort}")[1]) == expected
 
 
-def test_traces_without_a_score_sort_last_both_ways(view_files: ViewFiles) -> None:
+def test_traces_without_a_score_sort_last_both_ways(view_files: ViewFiles, kind: str) -> None:
     data = load_view_files([str(view_files.scores), str(view_files.evals)])
     data.traces["kp:trace:zz-unscored"] = data.entry("kp:trace:zz-unscored")
-    with ViewerServer(data) as running:
+    with served(data, kind) as running:
         up = ids(call(running, "/v1/traces?sort=value")[1])
         down = ids(call(running, "/v1/traces?sort=-value")[1])
 
     assert up[-1] == down[-1] == "kp:trace:zz-unscored"
 
 
-def test_traces_filtered_by_domain_text_and_value_range(server: ViewerServer) -> None:
+def test_traces_filtered_by_domain_text_and_value_range(server: Served) -> None:
     assert ids(call(server, "/v1/traces?domain=finance")[1]) == [BETA, EPSILON]
     assert ids(call(server, "/v1/traces?q=sql+REVIEW")[1]) == [ALPHA, ALPHA_AGAIN]
     assert ids(call(server, "/v1/traces?q=pr")[1]) == [ALPHA, ALPHA_AGAIN]
@@ -120,33 +129,48 @@ def test_traces_filtered_by_domain_text_and_value_range(server: ViewerServer) ->
     assert ids(call(server, "/v1/traces?domain=finance&q=cash")[1]) == [EPSILON]
 
 
-def test_traces_are_paged(server: ViewerServer) -> None:
+def test_traces_are_paged(server: Served) -> None:
     status, body = call(server, "/v1/traces?limit=2&offset=2")
 
     assert (status, ids(body), body["total"]) == (200, [ALPHA_AGAIN, EPSILON], 5)
 
 
+SORTS = (
+    "sort: expected one of value, complexity, novelty, tool_diversity, "
+    "outcome, success, domain, id, added_at, with - for descending"
+)
+
+
 @pytest.mark.parametrize(
-    ("query", "detail"),
+    ("query", "app", "stdlib"),
     [
+        ("sort=score", SORTS, SORTS),
         (
-            "sort=score",
-            "sort: expected one of value, complexity, novelty, tool_diversity, "
-            "outcome, success, domain, id, added_at, with - for descending",
+            "limit=0",
+            "query.limit: Input should be greater than or equal to 1",
+            "limit: expected a whole number from 1 to 500, got 0",
         ),
-        ("limit=0", "limit: expected a whole number from 1 to 500, got 0"),
-        ("offset=x", "offset: expected a whole number, got 'x'"),
-        ("value_min=nan", "value_min: expected a finite number, got 'nan'"),
+        (
+            "offset=x",
+            "query.offset: Input should be a valid integer, unable to parse string as an integer",
+            "offset: expected a whole number, got 'x'",
+        ),
+        (
+            "value_min=nan",
+            "query.value_min: Input should be a finite number",
+            "value_min: expected a finite number, got 'nan'",
+        ),
     ],
 )
 def test_bad_parameters_are_422_naming_the_parameter(
-    server: ViewerServer, query: str, detail: str
+    server: Served, kind: str, query: str, app: str, stdlib: str
 ) -> None:
+    detail = app if kind == "app" else stdlib
     assert call(server, f"/v1/traces?{query}") == (422, error(detail, named=True))
 
 
 def test_one_trace_with_its_record_eval_and_near_duplicates(
-    server: ViewerServer, view_files: ViewFiles
+    server: Served, view_files: ViewFiles
 ) -> None:
     status, body = call(server, "/v1/traces/" + quote(ALPHA, safe=""))
 
@@ -171,14 +195,14 @@ def test_one_trace_with_its_record_eval_and_near_duplicates(
     }
 
 
-def test_an_unknown_trace_is_404(server: ViewerServer) -> None:
+def test_an_unknown_trace_is_404(server: Served) -> None:
     assert call(server, "/v1/traces/kp%3Atrace%3Anone") == (
         404,
         error("no trace kp:trace:none"),
     )
 
 
-def test_search_matches_words_of_ids_and_objectives(server: ViewerServer) -> None:
+def test_search_matches_words_of_ids_and_objectives(server: Served) -> None:
     status, body = call(server, "/v1/search", body={"text": "SQL injection TSMC", "k": 10})
 
     assert status == 200
@@ -204,27 +228,45 @@ def test_search_matches_words_of_ids_and_objectives(server: ViewerServer) -> Non
     ] == (XSS_OBJECTIVE)
 
 
+def searched(detail: str, path: str, message: str) -> dict[str, Any]:
+    return {"detail": detail, "problems": [{"path": path, "message": message}]}
+
+
+NO_WORD = "expected at least one word to search for"
+NOT_A_SEARCH = 'expected a JSON object {"text": "...", "k": 10}'
+
+
 @pytest.mark.parametrize(
-    ("body", "expected"),
+    ("body", "app", "stdlib"),
     [
         (
             {"k": 3},
-            {
-                "detail": 'expected a JSON object {"text": "...", "k": 10}',
-                "problems": [
-                    {"path": "", "message": 'expected a JSON object {"text": "...", "k": 10}'}
-                ],
-            },
+            searched("give either text or trace", "", "give either text or trace"),
+            searched(NOT_A_SEARCH, "", NOT_A_SEARCH),
         ),
-        ({"text": "  "}, error("text: expected at least one word to search for", named=True)),
-        ({"text": "sql", "k": 0}, error("k: expected a whole number from 1 to 100", named=True)),
+        (
+            {"text": "  "},
+            searched(f"invalid search: text: {NO_WORD}", "text", NO_WORD),
+            searched(f"text: {NO_WORD}", "text", NO_WORD),
+        ),
+        (
+            {"text": "sql", "k": 0},
+            searched(
+                "invalid search: k: Input should be greater than or equal to 1",
+                "k",
+                "Input should be greater than or equal to 1",
+            ),
+            error("k: expected a whole number from 1 to 100", named=True),
+        ),
     ],
 )
-def test_bad_searches_are_422(server: ViewerServer, body: Any, expected: dict[str, Any]) -> None:
-    assert call(server, "/v1/search", body=body) == (422, expected)
+def test_bad_searches_are_422(
+    server: Served, kind: str, body: Any, app: dict[str, Any], stdlib: dict[str, Any]
+) -> None:
+    assert call(server, "/v1/search", body=body) == (422, app if kind == "app" else stdlib)
 
 
-def test_stats_count_what_was_read(server: ViewerServer, view_files: ViewFiles) -> None:
+def test_stats_count_what_was_read(server: Served, view_files: ViewFiles) -> None:
     # The service's Stats: what only a knowledge base knows is null, what only kp view knows
     # fills the fields kp serve leaves out.
     status, body = call(server, "/v1/stats")
@@ -255,7 +297,7 @@ def test_stats_count_what_was_read(server: ViewerServer, view_files: ViewFiles) 
     )
 
 
-def test_groups(server: ViewerServer, view_files: ViewFiles) -> None:
+def test_groups(server: Served, view_files: ViewFiles) -> None:
     status, body = call(server, "/v1/groups")
 
     assert status == 200
@@ -273,36 +315,43 @@ def test_groups(server: ViewerServer, view_files: ViewFiles) -> None:
     ]
 
 
-def test_the_page_is_served_with_a_same_origin_policy(server: ViewerServer) -> None:
-    for path, kind in [
+def test_the_page_is_served_with_a_same_origin_policy(server: Served, kind: str) -> None:
+    for path, content_type in [
         ("", "text/html"),
         ("index.html", "text/html"),
         ("viewer.js", "text/javascript"),
         ("viewer.css", "text/css"),
     ]:
         with urllib.request.urlopen(server.url + path) as response:
-            assert response.headers["Content-Type"].startswith(kind), path
+            assert response.headers["Content-Type"].startswith(content_type), path
             assert "connect-src 'self'" in response.headers["Content-Security-Policy"]
             assert len(response.read()) > 500
-    assert call(server, "/secret.txt") == (404, error("no such page: /secret.txt"))
-    assert call(server, "/v1/nothing") == (404, error("no such endpoint: /v1/nothing"))
+    if kind == "app":
+        assert call(server, "/secret.txt") == (404, error("Not Found"))
+        assert call(server, "/v1/nothing") == (404, error("Not Found"))
+    else:
+        assert call(server, "/secret.txt") == (404, error("no such page: /secret.txt"))
+        assert call(server, "/v1/nothing") == (404, error("no such endpoint: /v1/nothing"))
 
 
-def test_an_api_key_is_required_when_set(view_files: ViewFiles) -> None:
-    with ViewerServer(load_view_files(view_files.all), api_key="s3cret") as running:
+def test_an_api_key_is_required_when_set(view_files: ViewFiles, kind: str) -> None:
+    with served(load_view_files(view_files.all), kind, api_key="s3cret") as running:
         refused = call(running, "/v1/stats")
         wrong = call(running, "/v1/stats", headers={"Authorization": "Bearer nope"})
         allowed = call(running, "/v1/stats", headers={"Authorization": "Bearer s3cret"})
         with urllib.request.urlopen(running.url) as page:
             page_status = page.status
 
-    expected = (401, error("an API key is needed: Authorization: Bearer KEY"))
-    assert refused == wrong == expected
+    assert refused == (401, error("an API key is needed: Authorization: Bearer KEY"))
+    if kind == "app":  # the service's words for a key it does not know
+        assert wrong == (401, error("this API key is not valid (unknown or revoked)"))
+    else:
+        assert wrong == refused
     assert allowed[0] == 200
     assert page_status == 200  # the page itself is public: it asks for the key
 
 
-def test_a_foreign_host_name_is_refused_on_loopback(server: ViewerServer) -> None:
+def test_a_foreign_host_name_is_refused_on_loopback(server: Served) -> None:
     assert call(server, "/v1/stats", headers={"Host": "evil.example:8751"}) == (
         403,
         error("this server answers localhost only"),

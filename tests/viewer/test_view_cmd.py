@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -88,3 +89,46 @@ def test_an_unset_key_variable_is_a_usage_error(
         "KNOWLEDGEPULSE_API_KEY",
         "kp: error: --api-key-env KP_VIEW_TEST_KEY: the variable is not set (see 'kp view --help')",
     ]
+
+
+def _status(url: str, key: str | None = None) -> int:
+    request = urllib.request.Request(url)
+    if key is not None:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_the_key_comes_from_a_file_else_the_variable(view_files: ViewFiles, tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("from-the-file\n# the first line is the key\n", encoding="utf-8")
+    variable = {"KNOWLEDGEPULSE_API_KEY": "from-the-variable"}
+
+    with kp_view([str(view_files.scores)], "--api-key-file", str(key_file), env=variable) as run:
+        stats = run.url + "v1/stats"
+        by_file = (
+            _status(stats),
+            _status(stats, "from-the-variable"),
+            _status(stats, "from-the-file"),
+        )
+    with kp_view([str(view_files.scores)], env=variable) as run:
+        stats = run.url + "v1/stats"
+        by_variable = (_status(stats), _status(stats, "from-the-variable"))
+
+    assert by_file == (401, 401, 200)
+    assert by_variable == (401, 200)
+
+
+def test_an_empty_key_file_is_a_usage_error(
+    view_files: ViewFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "key"
+    empty.write_text("\n", encoding="utf-8")
+
+    code = main(["view", str(view_files.scores), "--api-key-file", str(empty)])
+
+    assert code == 2
+    assert f"kp: error: --api-key-file {empty}: the file is empty" in capsys.readouterr().err

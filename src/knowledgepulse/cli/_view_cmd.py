@@ -125,8 +125,12 @@ def _serving(data: ViewerData, host: str, port: int, api_key: str | None) -> Ite
     """The page's URL while the files are served: by the service's application (the ``serve``
     extra), else by the standard library's server answering the same contract."""
     try:
-        from ..service import SOURCE_SETTINGS, create_source_app, server_in_thread
-        from ..viewer._source import FilesSource
+        from ..service import (
+            SOURCE_SETTINGS,
+            FilesSource,
+            create_source_app,
+            server_in_thread,
+        )
     except MissingDependencyError:
         from ..viewer import ViewerServer
 

@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingDependencyError("kp serve", "serve", [exc.name or "fastapi"]) from None
 
 from ._app import SOURCE_SETTINGS, create_app, create_source_app
+from ._files import FilesSource
 from ._server import run_server, server_in_thread
 from ._settings import DEFAULT_THRESHOLD, ServiceSettings
 from ._source import KnowledgeBaseSource, ListQuery, TraceSource
@@ -26,6 +27,7 @@ from ._source import KnowledgeBaseSource, ListQuery, TraceSource
 __all__ = [
     "DEFAULT_THRESHOLD",
     "SOURCE_SETTINGS",
+    "FilesSource",
     "KnowledgeBaseSource",
     "ListQuery",
     "ServiceSettings",

@@ -30,7 +30,7 @@ from ..kb import ApiKey
 from ..tasks import task_text
 from ._bodies import RequestProblem, parse_json, problem, refuse_unstorable_ids, traces_of
 from ._limits import read_body
-from ._source import ListQuery
+from ._source import BASE_SORTS, ListQuery
 from ._state import ServiceState, stop_point
 
 __all__ = ["router"]
@@ -242,7 +242,10 @@ _KP_VIEW = "kp view only: the least (value_min) or most (value_max) value listed
 async def list_traces(
     request: Request,
     key: Reader,
-    sort: Annotated[str | None, Query(description=_SORT_HELP)] = None,
+    # The document lists a knowledge base's sorts; kp view takes more (its docs say which).
+    sort: Annotated[
+        str | None, Query(description=_SORT_HELP, json_schema_extra={"enum": list(BASE_SORTS)})
+    ] = None,
     domain: Annotated[str | None, Query(description="Only this task_domain.")] = None,
     q: Annotated[str | None, Query(description="Only ids or objectives containing this.")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -361,6 +364,7 @@ async def stats(request: Request, key: Reader) -> Response:
     response_model=GroupList,
     responses=_errors(404, *_READ_ERRORS),
     summary="kp view only: the groups of near-duplicates read from kp curate --groups files",
+    include_in_schema=False,  # the service keeps none (404); the contract documents GroupList
 )
 async def groups(request: Request, key: Reader) -> Response:
     state = _state(request)
@@ -375,6 +379,7 @@ async def groups(request: Request, key: Reader) -> Response:
     response_model=EvaluationComparison,
     responses=_errors(404, *_READ_ERRORS),
     summary="kp view only: the kp eval lines of two files compared",
+    include_in_schema=False,  # the service keeps no runs (404)
 )
 async def compare_runs(
     request: Request,

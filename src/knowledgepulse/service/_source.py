@@ -6,7 +6,7 @@ bodies and the limits are the same; only the :class:`TraceSource` they read from
 
 - :class:`KnowledgeBaseSource`: the service's :class:`Engine` over an open base; it also takes
   contributions (``POST /v1/score``, ``/v1/traces``) and serves ``/mcp``.
-- ``knowledgepulse.viewer.FilesSource``: the score, eval, trace and groups files ``kp view``
+- :class:`~knowledgepulse.service.FilesSource` (``_files.py``): the score, eval, trace and groups files ``kp view``
   read, in memory; read-only (writes answer 405), and it answers the kp view-only routes
   (``GET /v1/groups``, ``GET /v1/runs/compare``) and fields (:data:`~knowledgepulse.api_models.VIEWER_ONLY`).
 """
@@ -25,7 +25,7 @@ from ..kb import ApiKey, Viewer, is_server_url
 from ._bodies import RequestProblem, problem
 from ._engine import Engine
 
-__all__ = ["KnowledgeBaseSource", "ListQuery", "OneKey", "TraceSource"]
+__all__ = ["BASE_SORTS", "KnowledgeBaseSource", "ListQuery", "OneKey", "TraceSource"]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The page (``index.html``, ``viewer.js``, ``viewer.css`` in :data:`STATIC_DIR`) is plain
 JavaScript calling the ``/v1`` API on its own origin. ``kp serve`` mounts it with
 :func:`mount_viewer`. ``kp view`` serves the same application over the files read by
-:func:`load_view_files` (``viewer._source.FilesSource``, a read-only source of
+:func:`load_view_files` (``knowledgepulse.service.FilesSource``, a read-only source of
 ``knowledgepulse.service.create_source_app``); where the ``serve`` extra is absent,
 :class:`ViewerServer` (the standard library's server) answers the same contract from memory.
 """

@@ -1,8 +1,9 @@
 """The files ``kp view`` read, as the read-only source of the service's ``/v1`` application.
 
-:class:`FilesSource` answers each ``/v1`` read of ``knowledgepulse.service.create_source_app``
-with the queries of :mod:`._queries` (the stdlib fallback server answers with the same ones);
-a parameter they refuse is the service's 422, naming it. Needs the ``serve`` extra.
+:class:`FilesSource` answers each ``/v1`` read of :func:`create_source_app` with the viewer's
+queries (``knowledgepulse.viewer._queries``, which the stdlib fallback server answers with
+too); a parameter they refuse is the service's 422, naming it. The service imports the viewer,
+never the other way round.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ from pydantic import BaseModel
 from ..api_models import GroupList, SearchHit, Stats, TraceDetail, TraceList
 from ..compare import EvaluationComparison, TraceComparison
 from ..kb import ApiKey, Viewer
-from ..service._bodies import RequestProblem, problem
-from ..service._source import ListQuery
-from ._load import ViewerData
-from ._queries import (
+from ..viewer._load import ViewerData
+from ..viewer._queries import (
     QueryError,
     compare_runs,
     compare_two,
@@ -28,6 +27,8 @@ from ._queries import (
     trace_detail,
     trace_stats,
 )
+from ._bodies import RequestProblem, problem
+from ._source import ListQuery
 
 __all__ = ["FilesSource"]
 
