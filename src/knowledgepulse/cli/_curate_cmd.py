@@ -249,10 +249,10 @@ class _Job:
     quiet: bool
     console: Any
 
-    def run(self, stack: ExitStack) -> Run:
+    def run(self, stack: ExitStack, phase: str = "reading") -> Run:
         return Run(
             stack,
-            label="reading",
+            label=phase,
             quiet=self.quiet,
             rejects=self.rejects,
             max_errors=self.max_errors,
@@ -310,11 +310,14 @@ def read_into(
     stack: ExitStack,
     add: Callable[[Any], None],
     finish: Callable[[], None] | None = None,
+    *,
+    phase: str = "reading",
 ) -> Run:
     """Read every input record of ``job``, handing each trace to ``add`` (and ``finish()`` at
     the end, still under the run's signal handling): the one reading loop of every ``kp
-    curate`` run, which counts each record processed once its unit converted whole."""
-    run = job.run(stack)
+    curate`` run, which counts each record processed once its unit converted whole. ``phase``
+    is what the progress bar says: what ``add`` does to each trace while it is read."""
+    run = job.run(stack, phase)
     with run:
         for conversion in read_conversions(job.files, job.source_format, job.options, run):
             for trace in conversion.traces:
@@ -352,7 +355,7 @@ def _curate_streaming(job: _Job) -> int:
             candidate_similarity=job.candidate_similarity,
         )
         stack.callback(curation.close)
-        run = read_into(job, stack, curation.add, curation.finish_reading)
+        run = read_into(job, stack, curation.add, curation.finish_reading, phase="embedding")
         tally = run.tally
         # Until the outputs are written, every record read counts as not processed.
         read, tally.processed = tally.processed, 0

@@ -86,7 +86,7 @@ def curate_copies_streaming(job: Any) -> int:
             hashers=hashers_for(job.workers, job.files),
         )
         stack.callback(curation.close)
-        run = read_into(job, stack, curation.add, curation.finish_reading)
+        run = read_into(job, stack, curation.add, curation.finish_reading, phase="hashing")
         tally = run.tally
         # Until the outputs are written, every record read counts as not processed.
         read, tally.processed = tally.processed, 0

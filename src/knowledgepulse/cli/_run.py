@@ -375,23 +375,40 @@ def console_class() -> Any:
 
 
 def progress_display(console: Any, enabled: bool, label: str) -> Any:
-    """A live counter on stderr when it is a terminal; a no-op otherwise."""
+    """A live counter on stderr when it is a terminal; a no-op otherwise.
+
+    Each task shows its phase (its description; ``label`` names the first), what is done, its
+    rate, the time taken, and where its total is known, the total and the time left
+    (``embedding ━━━━╸━━ 1,200/5,000 812 records/s 0:00:01 left 0:00:05``).
+    """
     from rich.progress import (
         BarColumn,
-        MofNCompleteColumn,
         Progress,
+        ProgressColumn,
         SpinnerColumn,
         TextColumn,
         TimeElapsedColumn,
+        TimeRemainingColumn,
     )
+    from rich.text import Text
+
+    class DoneOfTotal(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            total = "" if task.total is None else f"/{task.total:,.0f}"
+            return Text(f"{task.completed:,.0f}{total}", style="progress.download")
+
+    class TimeLeft(TimeRemainingColumn):
+        def render(self, task: Any) -> Text:
+            return Text("") if task.total is None else Text("left ") + super().render(task)
 
     return Progress(
         SpinnerColumn(),
-        TextColumn(f"[bold]{label}"),
+        TextColumn("[bold]{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        DoneOfTotal(),
         TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
+        TimeLeft(),
         console=console,
         transient=True,
         disable=not (enabled and console.is_terminal),
