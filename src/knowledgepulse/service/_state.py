@@ -15,9 +15,10 @@ import anyio
 import anyio.to_thread
 from starlette.exceptions import HTTPException
 
+from .._schema import ReasoningTrace
 from ..kb import ApiKey
 from ._auth import KeyCheck, KeyStore
-from ._bodies import load_redactor
+from ._bodies import Redactor, load_redactor
 from ._engine import Engine
 from ._limits import RateLimiter
 from ._settings import ServiceSettings
@@ -41,6 +42,10 @@ def stop_point() -> None:
     stop = _STOP.get()
     if stop is not None and stop.is_set():
         raise Stopped
+
+
+def _unchanged(trace: ReasoningTrace) -> ReasoningTrace:
+    return trace  # a read-only source stores nothing to redact
 
 
 class ReadOnly(HTTPException):
@@ -88,8 +93,10 @@ class ServiceState:
             failures=RateLimiter(settings.auth_failures_per_s, settings.auth_failure_burst),
             open_key=open_key,
         )
+        self.redact: Redactor
+        self.redaction: str
         if self._engine is None:
-            self.redact, self.redaction = (lambda trace: trace), "off: nothing is stored"
+            self.redact, self.redaction = _unchanged, "off: nothing is stored"
         else:
             self.redact, self.redaction = load_redactor()
         self._workers: anyio.CapacityLimiter | None = None
