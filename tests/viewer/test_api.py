@@ -357,3 +357,41 @@ def test_a_foreign_host_name_is_refused_on_loopback(server: Served) -> None:
         error("this server answers localhost only"),
     )
     assert call(server, "/v1/stats", headers={"Host": "localhost:8751"})[0] == 200
+
+
+READ_ONLY = (
+    "this server reads files and stores nothing (kp view): score and contribute with kp serve"
+)
+
+
+def test_writes_on_the_files_are_405_before_the_key(view_files: ViewFiles) -> None:
+    """The service's application over files stores nothing: every write is a 405 with an
+    ErrorBody (never a 5xx), answered before the key is asked for; Allow names the reads."""
+    answers = {}
+    with served(load_view_files(view_files.all), "app", api_key="s3cret") as running:
+        for path in ("/v1/traces", "/v1/traces/batch", "/v1/score"):
+            request = urllib.request.Request(running.url + path.lstrip("/"), data=b"[]")
+            try:
+                urllib.request.urlopen(request)
+            except urllib.error.HTTPError as error:
+                answers[path] = (error.code, error.headers["Allow"], json.load(error))
+
+    refused = {"detail": READ_ONLY, "problems": []}
+    assert answers == {
+        "/v1/traces": (405, "GET, HEAD", refused),
+        "/v1/traces/batch": (405, "", refused),
+        "/v1/score": (405, "", refused),
+    }
+
+
+def test_healthz_says_files_and_nothing_of_them(view_files: ViewFiles) -> None:
+    with served(load_view_files(view_files.all), "app", api_key="s3cret") as running:
+        status, body = call(running, "/healthz")
+
+    assert status == 200
+    assert {k: body[k] for k in ("status", "knowledge_base", "embedder", "redaction")} == {
+        "status": "ok",
+        "knowledge_base": {"backend": "files", "model": None, "threshold": None},
+        "embedder": {"name": None, "dimensions": None},
+        "redaction": "off: nothing is stored",
+    }

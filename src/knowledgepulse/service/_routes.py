@@ -31,7 +31,7 @@ from ..tasks import task_text
 from ._bodies import RequestProblem, parse_json, problem, refuse_unstorable_ids, traces_of
 from ._limits import read_body
 from ._source import BASE_SORTS, ListQuery
-from ._state import ServiceState, stop_point
+from ._state import ReadOnly, ServiceState, stop_point
 
 __all__ = ["router"]
 
@@ -135,8 +135,10 @@ def _answer(state: ServiceState, model: Any) -> Response:
 
 
 def _writable(request: Request) -> None:
-    """Before the key: a source that stores nothing answers a write 405 (``ReadOnly``)."""
-    _state(request).engine  # noqa: B018 - the property raises for a read-only source
+    """Before the key: a source that stores nothing answers a write 405, whose ``Allow`` names
+    the reads of the same path (``GET /v1/traces``), if any."""
+    if _state(request).source.engine is None:
+        raise ReadOnly("GET, HEAD" if request.url.path == "/v1/traces" else "")
 
 
 @router.post(

@@ -51,12 +51,12 @@ def _unchanged(trace: ReasoningTrace) -> ReasoningTrace:
 class ReadOnly(HTTPException):
     """A write (score, contribute) asked of a source that takes none: 405, never a 5xx."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow: str = "") -> None:
         super().__init__(
             405,
             "this server reads files and stores nothing (kp view): score and contribute "
             "with kp serve",
-            headers={"Allow": "GET, HEAD"},
+            headers={"Allow": allow},  # the methods the path takes: none, or its reads
         )
 
 

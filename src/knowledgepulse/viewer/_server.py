@@ -1,4 +1,7 @@
-"""``kp view``'s web server: the page and the ``/v1`` API from memory, on the standard library.
+"""``kp view``'s fallback web server: the page and the ``/v1`` API from memory, on the standard
+library, where the ``serve`` extra (FastAPI, uvicorn) is absent. With the extra, ``kp view``
+serves the service's own application over its files (``knowledgepulse.service.FilesSource``);
+``tests/viewer/test_contract.py`` holds both to the same contract.
 
 :class:`ViewerServer` runs a threading ``http.server`` in a background thread. It answers:
 
