@@ -87,6 +87,11 @@ def create_app(
     return app
 
 
+#: A read-only source's limits: one user's browser, on loopback (the Host check on), whose
+#: page asks for several answers at once (no rate limit).
+SOURCE_SETTINGS = ServiceSettings(rate_per_s=0.0, loopback_hosts_only=True)
+
+
 def create_source_app(
     source: TraceSource,
     *,
@@ -101,7 +106,7 @@ def create_source_app(
     not mounted.
 
     Args:
-        source: what ``/v1`` answers from (``knowledgepulse.viewer.FilesSource``).
+        source: what ``/v1`` answers from (:class:`~knowledgepulse.service.FilesSource`).
         api_key: when set, every ``/v1`` request needs ``Authorization: Bearer <api_key>``
             (401 otherwise); None: every request reads.
         settings: the limits (default :data:`SOURCE_SETTINGS`).
@@ -120,11 +125,6 @@ def create_source_app(
     if viewer:
         _mount_viewer(app)
     return app
-
-
-#: A read-only source's limits: one user's browser, on loopback (the Host check on), whose
-#: page asks for several answers at once (no rate limit).
-SOURCE_SETTINGS = ServiceSettings(rate_per_s=0.0, loopback_hosts_only=True)
 
 
 def _application(state: ServiceState, *, on_shutdown: Callable[[], None] | None) -> FastAPI:

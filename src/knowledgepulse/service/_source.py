@@ -6,9 +6,9 @@ bodies and the limits are the same; only the :class:`TraceSource` they read from
 
 - :class:`KnowledgeBaseSource`: the service's :class:`Engine` over an open base; it also takes
   contributions (``POST /v1/score``, ``/v1/traces``) and serves ``/mcp``.
-- :class:`~knowledgepulse.service.FilesSource` (``_files.py``): the score, eval, trace and groups files ``kp view``
+- :class:`FilesSource` (``_files.py``): the score, eval, trace and groups files ``kp view``
   read, in memory; read-only (writes answer 405), and it answers the kp view-only routes
-  (``GET /v1/groups``, ``GET /v1/runs/compare``) and fields (:data:`~knowledgepulse.api_models.VIEWER_ONLY`).
+  (``GET /v1/groups``, ``GET /v1/runs/compare``) and fields (``api_models.VIEWER_ONLY``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from ..api_models import VIEWER_ONLY, GroupList, SearchHit, Stats, TraceDetail, TraceList
+from ..api_models import (
+    VIEWER_ONLY,
+    GroupList,
+    KeyInfo,
+    SearchHit,
+    Stats,
+    TraceDetail,
+    TraceList,
+)
 from ..compare import EvaluationComparison, TraceComparison
 from ..kb import ApiKey, Viewer, is_server_url
 from ._bodies import RequestProblem, problem
@@ -135,8 +143,6 @@ class KnowledgeBaseSource:
         return self._engine.search(text, k, viewer, prefer)
 
     def stats(self, key: ApiKey) -> Stats:
-        from ..api_models import KeyInfo
-
         counts = self._engine.stats(key.viewer)
         return Stats(**counts, key=KeyInfo(name=key.name, scope=key.scope, team=key.org))
 
