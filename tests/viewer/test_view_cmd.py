@@ -132,3 +132,19 @@ def test_an_empty_key_file_is_a_usage_error(
 
     assert code == 2
     assert f"kp: error: --api-key-file {empty}: the file is empty" in capsys.readouterr().err
+
+
+def test_the_old_and_new_key_options_together_are_a_usage_error(
+    view_files: ViewFiles, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("k\n", encoding="utf-8")
+
+    code = main(
+        ["view", str(view_files.scores), "--api-key-file", str(key_file), "--api-key-env", "V"]
+    )
+
+    assert code == 2
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "kp: error: give --api-key-file or --api-key-env, not both (see 'kp view --help')"
+    ]

@@ -40,7 +40,8 @@ DEFAULT_PORT = 8751
         "\b\nExamples:\n"
         "  kp score examples/traces.jsonl -o scores.jsonl\n"
         "  kp view scores.jsonl examples/traces.jsonl\n"
-        "  kp view scores.jsonl evals.jsonl traces/ groups.jsonl --port 0 --no-open"
+        "  kp view scores.jsonl evals.jsonl traces/ groups.jsonl --port 0 --no-open\n"
+        "  kp view scores.jsonl --host 0.0.0.0 --api-key-file ~/.config/kp/key"
     ),
 )
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
