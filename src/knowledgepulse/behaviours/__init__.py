@@ -72,12 +72,14 @@ from ._grounding import (
 )
 from ._outcome import (
     DEFAULT_BUDGET_PATTERN,
+    DEFAULT_CLOSING_PATTERN,
     DEFAULT_FAILURE_PATTERN,
     DEFAULT_HANDOFF_PATTERN,
     FailureSign,
     failure_signs,
     final_answer,
     task_completed,
+    unfinished,
 )
 from ._progress import (
     DEFAULT_STALL_PATTERN,
@@ -98,6 +100,7 @@ __all__ = [
     "AGENT_RUBRIC",
     "BEHAVIOURS",
     "DEFAULT_BUDGET_PATTERN",
+    "DEFAULT_CLOSING_PATTERN",
     "DEFAULT_CONSENT_PATTERN",
     "DEFAULT_FAILURE_PATTERN",
     "DEFAULT_HANDOFF_PATTERN",
@@ -157,6 +160,7 @@ __all__ = [
     "tool_definitions",
     "tool_definitions_of",
     "unconfirmed_writes",
+    "unfinished",
     "ungrounded_answer_values",
     "ungrounded_arguments",
     "ungrounded_statements",
