@@ -20,6 +20,7 @@ from knowledgepulse.behaviours import (
     expected_actions_match,
     failure_signs,
     task_completed,
+    turned_away,
     unfinished,
 )
 from knowledgepulse.importers import convert
@@ -112,6 +113,9 @@ def test_a_refused_call_to_the_missing_tool_is_where_the_run_turned_away() -> No
     assert finding.steps == (1,)
     assert finding.reason.endswith("the run turned away at step 1 (cancel_order refused)")
     assert expected_actions_match(run, decline_pattern="never matches").steps == (1,)
+    assert turned_away(run, ["cancel_order"]) == (1, "cancel_order refused")
+    assert turned_away(run, ["book"]) == (0, "the agent declined: 'unable to'")
+    assert turned_away(run, ["book"], decline_pattern="never matches") is None
     silent = trace(say("Done."), ground_truth={"actions": [{"name": "cancel_order"}]})
     assert expected_actions_match(silent).steps == ()
 
