@@ -157,3 +157,31 @@ def test_the_closing_pattern_is_a_setting() -> None:
     relaxed = agent_rubric({"criteria": {"task_completed": {"closing_pattern": "go ahead"}}})
     assert relaxed.evaluate(Case(trace=asked, case_id="x")).details["task_completed"] is True
     assert AGENT_RUBRIC.evaluate(Case(trace=asked, case_id="x")).details["task_completed"] is False
+
+
+def test_a_conversation_of_ten_thousand_steps_is_located_in_linear_time() -> None:
+    # Bad input of issue 35: a run of 10^4 steps that never made its expected call, cut on a
+    # user turn; the new checks read each step once.
+    import time
+
+    steps = []
+    for i in range(2500):
+        steps += [
+            say(f"Looking at order {i}."),
+            call("get_order", id=f"#W{i}"),
+            result(f"order #W{i} is pending"),
+            user("Please cancel it."),
+        ]
+    steps[-4] = say("Unfortunately, I cannot cancel orders.")
+    truth = {"actions": [{"name": "cancel_order", "kwargs": {"id": "#W1"}}]}
+    run = trace(*steps, ground_truth=truth)
+    started = time.perf_counter()
+    evaluated = AGENT_RUBRIC.evaluate(Case(trace=run, case_id="long"))
+    assert time.perf_counter() - started < 20
+    assert len(run.steps) == 10_000
+    assert evaluated.verdicts["expected_actions"].steps == [9996]
+    assert evaluated.verdicts["task_completed"].steps == [9999]
+    assert (evaluated.first_failing_criterion, evaluated.first_failing_step) == (
+        "expected_actions",
+        9996,
+    )
