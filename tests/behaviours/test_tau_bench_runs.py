@@ -93,7 +93,7 @@ def test_an_expected_call_never_made_is_located_where_the_run_turned_away() -> N
         "at step 2 (the agent declined: 'Unfortunately')"
     )
     assert finding.steps == (2,)
-    assert run.steps[2].content.startswith("Unfortunately, I need the reservation ID")
+    assert (run.steps[2].content or "").startswith("Unfortunately, I need the reservation ID")
     evaluated = graded(run)
     assert (evaluated.first_failing_step, evaluated.first_failing_criterion) == (
         2,
