@@ -47,6 +47,8 @@ class LabelledRun:
     message_of: dict[int, int] = field(default_factory=dict)
     #: the part of the set it belongs to (Who&When: ``Hand-Crafted``, ``Algorithm-Generated``)
     group: str = ""
+    #: the built-in agent rubric's result, once graded
+    result: Any = None
 
 
 @dataclass
@@ -193,7 +195,12 @@ def human_card(name: str, runs: Sequence[LabelledRun], rubric: Any = None) -> Ca
     rubric = rubric or AGENT_RUBRIC
     card = Card(name, len(runs), sum(1 for run in runs if run.failed), {})
     for run in runs:
-        result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+        if rubric is not AGENT_RUBRIC:
+            result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+        else:  # graded once: the card of each part of the set reads it again
+            if run.result is None:
+                run.result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+            result = run.result
         successful = result.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
         if run.failed is not None:
             card.outcome_counted += 1
