@@ -643,6 +643,14 @@ def main() -> None:
         "shared/data/behaviour-holdout beside the repository)",
     )
     parser.add_argument(
+        "--holdout-sets",
+        default="who-and-when,agentrx",
+        metavar="NAMES",
+        help="the labelled sets of the human-agreement card, comma-separated (default "
+        "who-and-when,agentrx): name one to grade it alone, e.g. who-and-when while developing "
+        "rules, agentrx being a judging set",
+    )
+    parser.add_argument(
         "--kb-ann-vectors",
         type=int,
         metavar="N",
@@ -687,7 +695,18 @@ def main() -> None:
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:
         parser.error(f"unknown section {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    args.holdout_sets = [name.strip() for name in args.holdout_sets.split(",") if name.strip()]
+    unknown = [name for name in args.holdout_sets if name not in HOLDOUT_SETS]
+    if unknown:
+        parser.error(
+            f"--holdout-sets: unknown set {', '.join(unknown)}; choose from "
+            f"{', '.join(HOLDOUT_SETS)}"
+        )
     run(args)
+
+
+#: The labelled sets the human-agreement card reads (``--holdout-sets``).
+HOLDOUT_SETS = ("who-and-when", "agentrx")
 
 
 #: The sections, in the order they run; ``python -m benchmarks NAME…`` runs only those named.
@@ -741,7 +760,7 @@ def run(args: argparse.Namespace) -> None:  # noqa: C901  (one line per section)
         bench_agent_rubric(args.tau_bench)
         from ._human_agreement import bench_human_agreement
 
-        bench_human_agreement(args.holdout, ("who-and-when", "agentrx"))
+        bench_human_agreement(args.holdout, args.holdout_sets)
     if "compare" not in skip:
         from ._compare import bench_compare
 

@@ -3,13 +3,19 @@
 tau-bench rewards a conversation 1 when the database ends as the task's expected actions leave
 it. The agent rubric sees only the trace; its ``successful_completion`` set against the reward,
 conversation by conversation, is the confusion matrix printed here, with the agreement (target
-≥ 0.93) and the criteria ranked by failure rate. The importers' fixtures (one per log format)
-are graded too, to show what the rubric can determine in each format.
+≥ 0.93) and the criteria ranked by failure rate. For the failed conversations it sets the
+result's first failing step against where the run went wrong by construction: the first write
+that matches none of the task's expected actions (tau-bench's ``info.task.actions``), in the
+conversation's own coordinates (the index of the message in ``traj``). The importers'
+fixtures (one per log format) are graded too, to show what the rubric can determine in each
+format.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +24,7 @@ from ._figures import Figure, report
 
 FIXTURES = _corpus.ROOT / "tests" / "data" / "importers"
 AGREEMENT_TARGET = 0.93
+WITHIN = 3
 
 
 def bench_agent_rubric(tau_bench: Path | None = None) -> None:
@@ -64,8 +71,109 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
             note=f"{agreement.both + agreement.neither}/{agreement.count} conversations",
         )
     )
+    _print_located(records, results)
     report(Figure("agent rubric: evaluation per conversation", seconds / len(cases) * 1e3, "ms"))
     _fixtures()
+
+
+@dataclass
+class Located:
+    """Where the failed conversations went wrong, by construction and by the rubric."""
+
+    failed: int = 0
+    #: failed conversations with a write that matches no expected action (construction truth)
+    wrong_write: int = 0
+    exact: int = 0
+    near: int = 0
+    #: the other failed conversations (expected writes left out), and how many got a step
+    omitted: int = 0
+    omitted_located: int = 0
+
+
+def first_wrong_write(record: dict[str, Any]) -> int | None:
+    """The index in ``traj`` of the first assistant message whose tool call is a write (not a
+    read-only tool by :data:`~knowledgepulse.behaviours.DEFAULT_READ_ONLY_TOOLS`) that the tool
+    did not refuse (its answer does not start with ``Error``) and that equals none of the
+    task's expected actions by name and arguments (canonical JSON): where the run went wrong
+    by construction. Read from the record itself, not through the importer."""
+    from knowledgepulse.behaviours import DEFAULT_READ_ONLY_TOOLS, is_read_only
+    from knowledgepulse.behaviours._facts import canonical_arguments
+
+    task = (record.get("info") or {}).get("task") or {}
+    expected = {
+        (action.get("name"), canonical_arguments(action.get("kwargs") or {}))
+        for action in task.get("actions") or []
+    }
+    traj = record.get("traj") or []
+
+    def answer(index: int, call_id: Any) -> str:
+        # The first tool message after the call with its id: tau-bench reuses ids now and then.
+        for later in traj[index + 1 :]:
+            if later.get("role") == "tool" and later.get("tool_call_id") == call_id:
+                return str(later.get("content") or "")
+        return ""
+
+    for index, message in enumerate(traj):
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            name = function.get("name") or ""
+            if is_read_only(name, DEFAULT_READ_ONLY_TOOLS):
+                continue
+            if answer(index, call.get("id")).lstrip().startswith("Error"):
+                continue
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except json.JSONDecodeError:
+                arguments = function.get("arguments")
+            if (name, canonical_arguments(arguments)) not in expected:
+                return index
+    return None
+
+
+def located(records: list[dict[str, Any]], results: list[Any]) -> Located:
+    """The rubric's first failing step (mapped to its message in ``traj``) against
+    :func:`first_wrong_write`, over the conversations the reward calls failed."""
+    from ._human_agreement import _traj_index
+
+    found = Located()
+    for record, result in zip(records, results, strict=True):
+        if record.get("reward", 0) >= 1:
+            continue
+        found.failed += 1
+        truth = first_wrong_write(record)
+        step = result.first_failing_step
+        if truth is None:
+            found.omitted += 1
+            found.omitted_located += step is not None
+            continue
+        found.wrong_write += 1
+        at = _traj_index(without_reward(record)).get(step) if step is not None else None
+        found.exact += at == truth
+        found.near += at is not None and abs(at - truth) <= WITHIN
+    return found
+
+
+def _print_located(records: list[dict[str, Any]], results: list[Any]) -> None:
+    found = located(records, results)
+    print(
+        f"first failing step on the {found.failed} failed conversations: where a write matching "
+        f"no expected action was made ({found.wrong_write} conversations): exact "
+        f"{found.exact}/{found.wrong_write}, within {WITHIN} {found.near}/{found.wrong_write}; "
+        f"expected writes left out ({found.omitted}): a step named in "
+        f"{found.omitted_located}/{found.omitted}"
+    )
+    if found.wrong_write:
+        report(
+            Figure(
+                "agent rubric: first failing step is the first wrong write (tau-bench failed)",
+                found.exact / found.wrong_write,
+                "",
+                None,
+                lower_is_better=False,
+                note=f"{found.exact}/{found.wrong_write} conversations, within {WITHIN}: "
+                f"{found.near}/{found.wrong_write}",
+            )
+        )
 
 
 def without_reward(record: dict[str, Any]) -> dict[str, Any]:

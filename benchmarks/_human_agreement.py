@@ -45,6 +45,10 @@ class LabelledRun:
     step: int | None = None
     agent: str | None = None
     message_of: dict[int, int] = field(default_factory=dict)
+    #: the part of the set it belongs to (Who&When: ``Hand-Crafted``, ``Algorithm-Generated``)
+    group: str = ""
+    #: the built-in agent rubric's result, once graded
+    result: Any = None
 
 
 @dataclass
@@ -108,6 +112,7 @@ def who_and_when_runs(folder: Path, *, with_answer: bool = True) -> list[Labelle
                 _int(record.get("mistake_step")),
                 str(record.get("mistake_agent") or "") or None,
                 message_of,
+                path.parent.name,
             )
         )
     return runs
@@ -190,7 +195,12 @@ def human_card(name: str, runs: Sequence[LabelledRun], rubric: Any = None) -> Ca
     rubric = rubric or AGENT_RUBRIC
     card = Card(name, len(runs), sum(1 for run in runs if run.failed), {})
     for run in runs:
-        result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+        if rubric is not AGENT_RUBRIC:
+            result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+        else:  # graded once: the card of each part of the set reads it again
+            if run.result is None:
+                run.result = rubric.evaluate(Case(trace=run.trace, case_id=run.trace.id))
+            result = run.result
         successful = result.outcome_type is OutcomeType.SUCCESSFUL_COMPLETION
         if run.failed is not None:
             card.outcome_counted += 1
@@ -311,6 +321,7 @@ def bench_human_agreement(
         card = human_card(name, runs)
         print_card(card)
         if name == "who-and-when":
+            print_groups(runs)
             _print_without_answer(where)
         if card.multi_agent:
             report(
@@ -344,6 +355,31 @@ def bench_human_agreement(
                     note=f"{card.step_near}/{card.located} runs",
                 )
             )
+
+
+def group_cards(runs: Sequence[LabelledRun]) -> list[Card]:
+    """The card of each part of a set (its runs' ``group``), then of its halves by position
+    (even- and odd-numbered runs in the set's order): no rule was fitted to one part, so the
+    parts' figures agreeing says the rules carry over to runs of another kind."""
+    groups = sorted({run.group for run in runs if run.group})
+    cards = [human_card(group, [run for run in runs if run.group == group]) for group in groups]
+    cards.append(human_card("even runs", list(runs[0::2])))
+    cards.append(human_card("odd runs", list(runs[1::2])))
+    return cards
+
+
+def print_groups(runs: Sequence[LabelledRun]) -> None:
+    print(f"{'part of the set':<22} {'runs':>5} {'step =':>13} {'step ±3':>13} {'agent':>13}")
+    for card in group_cards(runs):
+        print(
+            f"{card.name:<22} {card.runs:>5} {_count(card.step_exact, card.located):>13} "
+            f"{_count(card.step_near, card.located):>13} "
+            f"{_count(card.agent_right, card.multi_agent):>13}"
+        )
+
+
+def _count(part: int, whole: int) -> str:
+    return f"{part}/{whole} {_share(part, whole)}" if whole else "-"
 
 
 def _print_without_answer(where: Path) -> None:

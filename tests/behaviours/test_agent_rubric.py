@@ -63,6 +63,7 @@ def test_the_defaults_weigh_one_and_are_documented() -> None:
         "expected_answer",
     ]
     assert {name: b.locates for name, b in BEHAVIOURS.items() if b.locates != "cause"} == {
+        "expected_actions": "outcome",
         "task_completed": "symptom",
         "answered": "symptom",
         "within_budget": "symptom",
@@ -99,7 +100,8 @@ def test_a_good_conversation_succeeds_and_missing_facts_are_undetermined() -> No
         "expected_answer": None,
     }
     assert evaluated.undetermined == {
-        "task_completed": "the task's expected actions decide the outcome (expected_actions)",
+        "task_completed": "the task's expected actions decide the outcome (expected_actions), "
+        "and the run got to its end",
         "known_tools": "the trace declares no tools",
         "valid_arguments": "the trace declares no tools",
         "identified_before_write": "the run neither calls nor declares a tool that identifies "

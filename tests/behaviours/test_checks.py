@@ -202,6 +202,42 @@ def test_keys_inside_an_argument_the_expected_call_does_not_give_are_not_compare
     assert expected_actions_match(longer).passed is False
 
 
+def test_lists_of_plain_values_hold_the_same_items_in_any_order_kept_paired() -> None:
+    # tau-bench's retail tools store item_ids sorted (exchange_delivered_order_items,
+    # return_delivered_order_items) and modify_pending_order_items replaces item_ids[i] by
+    # new_item_ids[i]: the same pairs in another order end in the same database.
+    expected = {"order_id": "#W1", "item_ids": ["a", "b"], "new_item_ids": ["x", "y"]}
+    truth = {"task": {"actions": [{"name": "exchange_items", "kwargs": expected}]}}
+
+    def exchanged(item_ids: list[str], new_item_ids: list[str]) -> Finding:
+        made = call("exchange_items", order_id="#W1", item_ids=item_ids, new_item_ids=new_item_ids)
+        return expected_actions_match(trace(made, result("{}"), ground_truth=truth))
+
+    assert exchanged(["b", "a"], ["y", "x"]) == Finding(
+        True, "the 1 expected state-changing calls were made (step 0)", (0,)
+    )
+    # Pairs broken, an item missing or repeated: another call.
+    for item_ids, new_item_ids in (
+        (["b", "a"], ["x", "y"]),
+        (["a"], ["x"]),
+        (["a", "a"], ["x", "y"]),
+    ):
+        assert exchanged(item_ids, new_item_ids).passed is False
+    # Lists of different lengths in one call are each compared as a multiset.
+    truth["task"]["actions"][0]["kwargs"] = {
+        "order_id": "#W1",
+        "item_ids": ["a", "b"],
+        "new_item_ids": ["x"],
+    }
+    assert exchanged(["b", "a"], ["x"]).passed is True
+    assert exchanged(["b", "c"], ["x"]).passed is False
+    # A list of objects keeps its order (tau-bench airline stores flights as given).
+    flights = [{"flight_number": "HAT1"}, {"flight_number": "HAT2"}]
+    ordered = {"task": {"actions": [{"name": "book", "kwargs": {"flights": flights}}]}}
+    swapped = trace(call("book", flights=flights[::-1]), result("{}"), ground_truth=ordered)
+    assert expected_actions_match(swapped).passed is False
+
+
 def test_expected_actions_undetermined_without_ground_truth() -> None:
     finding = expected_actions_match(trace(call("book"), result("ok")))
     assert finding.passed is None

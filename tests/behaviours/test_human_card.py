@@ -69,6 +69,11 @@ def test_the_card_on_who_and_when_and_an_agentrx_folder(
     # source); the plan is named by expected_answer, its answer being wrong.
     assert "grounded_statements           1     100.0%    50.0%     0.0%   100.0%" in out
     assert "expected_answer               2     100.0%   100.0%    50.0%   100.0%" in out
+    # Each part of the set, and each half, graded apart: the rules' figures on runs of
+    # another kind (here one run each).
+    assert "Algorithm-Generated        1      0/1 0.0%    1/1 100.0%             -" in out
+    assert "Hand-Crafted               1    1/1 100.0%    1/1 100.0%             -" in out
+    assert "odd runs                   1    1/1 100.0%    1/1 100.0%             -" in out
     assert "human agreement on agentrx: 4 runs, 2 failed by the labels" in out
     assert "expected_actions              2     100.0%   100.0%    50.0%    50.0%" in out
     assert "outcome (successful_completion vs the labels): 4/4 agree; 2/2 failed runs" in out

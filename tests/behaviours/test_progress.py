@@ -197,7 +197,9 @@ def test_the_first_failing_step_looks_at_causes_then_evidence_then_symptoms() ->
     )
     assert first_failure(failed, None, {**kinds, "call": "symptom"}) == (2, "figure")
     assert first_failure(failed) == (1, "budget")  # without kinds, all are causes
-    with pytest.raises(ValueError, match="locates must be one of cause, evidence, symptom"):
+    with pytest.raises(
+        ValueError, match="locates must be one of outcome, cause, evidence, symptom"
+    ):
         Criterion("x", 1.0, lambda case: True, locates="reason")
     rubric = Rubric(
         "r",

@@ -71,11 +71,13 @@ def test_a_clean_run_passes_and_expected_actions_leave_it_undetermined() -> None
     assert task_completed(clean) == Finding(
         True,
         "no sign of failure: no false success flag, no admission or handoff in the final "
-        "answer, no failed last call, no budget stop",
+        "answer, no failed last call, no budget stop, no end left unanswered",
     )
     graded = trace(say("I could not do it."), ground_truth={"actions": []})
     assert task_completed(graded) == Finding(
-        None, "the task's expected actions decide the outcome (expected_actions)"
+        None,
+        "the task's expected actions decide the outcome (expected_actions), and the run got "
+        "to its end",
     )
 
 

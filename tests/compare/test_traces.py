@@ -269,10 +269,11 @@ def test_the_tau_bench_pairs_that_once_showed_no_flip_with_a_step() -> None:
         t.id.removeprefix("kp:trace:openai:tau-bench:"): t for c in conversions for t in c.traces
     }
     # Task 5: trial 1 (reward 1) made the three expected writes, its flights carrying origin
-    # and destination the ground truth leaves out; trial 0 (reward 0) made one of them.
+    # and destination the ground truth leaves out; trial 0 (reward 0) made one of them and
+    # turned away from the others at step 15 ("basic economy flights cannot be modified").
     c = compare_traces(runs["task-5:trial-0"], runs["task-5:trial-1"], rubric=True)
     assert [(f.name, f.direction, f.steps_a, f.steps_b) for f in c.flipped] == [
-        ("expected_actions", "improved", [], [16, 18, 20])
+        ("expected_actions", "improved", [15], [16, 18, 20])
     ]
     assert c.flipped[0].reason_b == (
         "the 3 expected state-changing calls were made (steps 16, 18, 20)"

@@ -5,9 +5,10 @@ Library functions read one trace: :func:`find_loops`, :func:`unrecovered_errors`
 (:func:`expected_actions_match`, :func:`no_loops`, :func:`errors_recovered`,
 :func:`known_tools`, :func:`valid_arguments`, :func:`confirmed_before_write`,
 :func:`answered`, :func:`within_budget`, :func:`task_completed`, which reads the
-trace's own :func:`failure_signs`, and, to locate where a run went wrong without a tool-level
+trace's own :func:`failure_signs` (among them :func:`unfinished`: a run cut before its end),
+and, to locate where a run went wrong without a tool-level
 ground truth, :func:`no_failed_calls`, :func:`made_progress` and
-:func:`expected_answer_given`) returns a :class:`Finding`: yes, no, or undetermined
+:func:`expected_answer_given`; :func:`turned_away` locates an expected call never made) returns a :class:`Finding`: yes, no, or undetermined
 when the trace lacks what it needs, with a one-line reason naming the steps.
 
 :func:`behaviour_criterion` turns a check into a rubric
@@ -45,7 +46,7 @@ from ._checks import (
     within_budget,
 )
 from ._criteria import BEHAVIOURS, Behaviour, Parameter, RubricSettingsError
-from ._expected_actions import expected_actions_match
+from ._expected_actions import DEFAULT_DECLINE_PATTERN, expected_actions_match, turned_away
 from ._facts import (
     DEFAULT_READ_ONLY_TOOLS,
     ExpectedAction,
@@ -72,12 +73,14 @@ from ._grounding import (
 )
 from ._outcome import (
     DEFAULT_BUDGET_PATTERN,
+    DEFAULT_CLOSING_PATTERN,
     DEFAULT_FAILURE_PATTERN,
     DEFAULT_HANDOFF_PATTERN,
     FailureSign,
     failure_signs,
     final_answer,
     task_completed,
+    unfinished,
 )
 from ._progress import (
     DEFAULT_STALL_PATTERN,
@@ -98,7 +101,9 @@ __all__ = [
     "AGENT_RUBRIC",
     "BEHAVIOURS",
     "DEFAULT_BUDGET_PATTERN",
+    "DEFAULT_CLOSING_PATTERN",
     "DEFAULT_CONSENT_PATTERN",
+    "DEFAULT_DECLINE_PATTERN",
     "DEFAULT_FAILURE_PATTERN",
     "DEFAULT_HANDOFF_PATTERN",
     "DEFAULT_HANDOFF_TOOLS",
@@ -156,7 +161,9 @@ __all__ = [
     "tool_calls",
     "tool_definitions",
     "tool_definitions_of",
+    "turned_away",
     "unconfirmed_writes",
+    "unfinished",
     "ungrounded_answer_values",
     "ungrounded_arguments",
     "ungrounded_statements",

@@ -112,7 +112,7 @@ def agent_rubric(settings: Mapping[str, Any] | None = None, *, where: str = "") 
     Keys: ``rubric`` (``"agent"``, when given), ``name``, ``description``, ``normalise``
     (scale the weights to sum to 1), ``gate`` (``false``: no success gate), ``thresholds``
     (``success``, ``graceful``) and ``criteria``: per criterion its ``weight``, what its failed
-    steps are (``locates``: ``cause``, ``evidence`` or ``symptom``) and parameters; a criterion
+    steps are (``locates``: ``outcome``, ``cause``, ``evidence`` or ``symptom``) and parameters; a criterion
     left out keeps its defaults. ``where`` prefixes messages (a file name).
     Raises :class:`RubricSettingsError` naming a wrong setting.
     """

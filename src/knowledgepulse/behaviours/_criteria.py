@@ -27,6 +27,7 @@ from ._facts import DEFAULT_READ_ONLY_TOOLS
 from ._grounding import DEFAULT_IDENTIFY_TOOLS
 from ._outcome import (
     DEFAULT_BUDGET_PATTERN,
+    DEFAULT_CLOSING_PATTERN,
     DEFAULT_FAILURE_PATTERN,
     DEFAULT_HANDOFF_PATTERN,
 )
@@ -100,7 +101,7 @@ class Behaviour:
     check: Callable[..., Finding]
     description: str
     parameters: tuple[Parameter, ...] = ()
-    #: What its failed finding's steps are: "cause", "evidence" or "symptom" (see
+    #: What its failed finding's steps are: "outcome", "cause", "evidence" or "symptom" (see
     #: :class:`~knowledgepulse.rubrics.Criterion`); the first failing step is looked for in
     #: that order.
     locates: str = "cause"
@@ -162,14 +163,26 @@ BEHAVIOURS: dict[str, Behaviour] = {
             "the success gate, so no process criterion can make up for a wrong outcome",
             _expected_actions.expected_actions_match,
             "The state-changing tool calls equal the task's expected actions (name and arguments)",
-            (_READ_ONLY,),
+            (
+                _READ_ONLY,
+                Parameter(
+                    "decline_pattern",
+                    "regex",
+                    _expected_actions.DEFAULT_DECLINE_PATTERN,
+                    "where an expected call was never made, the first agent message turning "
+                    "the user away (unable to, cannot change, I need the reservation id) is "
+                    "where the run went another way",
+                ),
+            ),
+            locates="outcome",
         ),
         Behaviour(
             "task_completed",
             0.10,
             "the outcome when no expected actions are given: the trace's own word (its "
             "success flag, a final answer admitting failure or handing the task off, a failed "
-            "last call, a budget stop); with expected_actions it is the success gate",
+            "last call, a budget stop, a run cut before its end); with expected_actions only "
+            "the run being cut counts, and it is part of the success gate",
             _outcome.task_completed,
             "The trace shows no sign of failure (success flag, admission, handoff, error, budget)",
             (
@@ -192,6 +205,14 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     DEFAULT_BUDGET_PATTERN,
                     "the stop reasons of a run cut by its budget (max_tokens, length, "
                     "exit_cost, max_steps, a limit or timeout)",
+                ),
+                Parameter(
+                    "closing_pattern",
+                    "regex",
+                    DEFAULT_CLOSING_PATTERN,
+                    "a last user turn that closes the conversation (tau-bench's ###STOP###, "
+                    "goodbye, a bare thanks) needs no answer; any other left unanswered means "
+                    "the run was cut",
                 ),
                 Parameter(
                     "handoff_tools",

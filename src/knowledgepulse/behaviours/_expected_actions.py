@@ -4,6 +4,7 @@ told to the user. Returns a :class:`~._checks.Finding`."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,11 +24,25 @@ from ._facts import (
     tool_calls,
 )
 
-__all__ = ["expected_actions_match"]
+__all__ = ["DEFAULT_DECLINE_PATTERN", "expected_actions_match", "turned_away"]
+
+#: An agent message matching this (case-insensitive) turns the user away from what they asked:
+#: it says the agent is unable to, cannot look up or change something, or needs an id from the
+#: user that its own tools could find. Where an expected call was never made, the first such
+#: message is where the run went another way.
+DEFAULT_DECLINE_PATTERN = (
+    r"\b(unable to|not able to|unfortunately|(cannot|can ?not|can't|could ?n[o']?t|won't be "
+    r"able to) (be )?(access|find|locat|look|search|retriev|process|modif|chang|cancel|book|"
+    r"proceed|provid|help|assist|do|make|issue|offer|refund|compensat|upgrad|add|remov|send|"
+    r"appl|return|exchang)\w*|(i|we)('ll| will)? need the \w+ id\b|please check your)"
+)
 
 
 def expected_actions_match(
-    trace: ReasoningTrace, *, read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS
+    trace: ReasoningTrace,
+    *,
+    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
+    decline_pattern: str = DEFAULT_DECLINE_PATTERN,
 ) -> Finding:
     """The state-changing calls made equal the expected ones by name and arguments, as a
     multiset (order-free), and what the task expected the agent to tell the user was told;
@@ -38,13 +53,19 @@ def expected_actions_match(
     expected one when its arguments are equal, or give the same arguments with objects inside
     them (a list's items) carrying keys the expected call leaves out: tau-bench's tools read the
     fields they need from such items (``update_reservation_flights`` takes each flight's
-    number and date and looks up the rest), so the ground truth gives only those. An expected
+    number and date and looks up the rest), so the ground truth gives only those; and lists of
+    plain values (``item_ids``) hold the same items in any order, lists of one length in a call
+    kept paired row by row (``item_ids[i]`` with ``new_item_ids[i]``): tau-bench's retail tools
+    store such lists sorted. An expected
     output (tau-bench's ``outputs``, tau2's ``communicate_info``) is told when an agent message
     contains it, compared as tau-bench does: ignoring case and commas ("23,553" tells 23553).
 
     A pass names the writes and the messages that told the outputs; a failure names the calls
-    that were not expected or differ (an expected call not made, or an output never told, is
-    a step that does not exist).
+    that were not expected or differ. When every call made was expected but some expected
+    ones were not made, it names where the run turned away from them (:func:`turned_away`): a
+    call to a missing call's tool that the tool refused, else the first agent message matching
+    ``decline_pattern`` (unable to, cannot change, I need the reservation id); none when
+    neither is in the run (an output never told names no step either).
     """
     expected = expected_actions(trace)
     if expected is None:
@@ -90,7 +111,33 @@ def expected_actions_match(
         parts.append(f"expected {show_call(action.name, action.arguments, 60)} was not made")
     for output in untold:
         parts.append(f"expected output {output[:40]!r} was never told to the user")
-    return Finding(False, "; ".join(parts), tuple(call.step_id for call in extra))
+    steps = tuple(call.step_id for call in extra)
+    if not extra and left:
+        away = turned_away(trace, [action.name for action in left], decline_pattern)
+        if away is not None:
+            steps = (away[0],)
+            parts.append(f"the run turned away at step {away[0]} ({away[1]})")
+    return Finding(False, "; ".join(parts), steps)
+
+
+def turned_away(
+    trace: ReasoningTrace, missing: Iterable[str], decline_pattern: str = DEFAULT_DECLINE_PATTERN
+) -> tuple[int, str] | None:
+    """(step, what it was): where a run that never made the expected calls to the tools
+    ``missing`` went another way. The first call to one of those tools that failed (the agent
+    tried and the tool refused), else the first agent message matching ``decline_pattern``;
+    ``None`` when the run has neither."""
+    names = set(missing)
+    for call in tool_calls(trace):
+        if call.failed and call.name in names:
+            return call.step_id, f"{call.name} refused"
+    for step in trace.steps:
+        if step.type == "observation" or not step.content:
+            continue
+        found = re.search(decline_pattern, step.content, re.IGNORECASE)
+        if found is not None:
+            return step.step_id, f"the agent declined: {found.group(0)!r}"
+    return None
 
 
 def _unmatched(
@@ -132,12 +179,53 @@ def _covers(made: Any, expected: Any, *, inside: bool = False) -> bool:
     if isinstance(made, Mapping) and isinstance(expected, Mapping):
         if not (made.keys() >= expected.keys() if inside else made.keys() == expected.keys()):
             return False
-        return all(_covers(made[key], expected[key], inside=True) for key in expected)
+        unordered = () if inside else _plain_lists(made, expected)
+        if unordered and not _same_rows(made, expected, unordered):
+            return False
+        return all(
+            _covers(made[key], expected[key], inside=True)
+            for key in expected
+            if key not in unordered
+        )
     if isinstance(made, list) and isinstance(expected, list):
         return len(made) == len(expected) and all(
             _covers(x, y, inside=True) for x, y in zip(made, expected)
         )
     return canonical_arguments(made) == canonical_arguments(expected)
+
+
+def _plain_lists(made: Mapping[str, Any], expected: Mapping[str, Any]) -> tuple[str, ...]:
+    """The top-level arguments that are lists of plain values (ids, numbers) on both sides."""
+    return tuple(
+        key for key in expected if _is_plain_list(made.get(key)) and _is_plain_list(expected[key])
+    )
+
+
+def _is_plain_list(value: Any) -> bool:
+    return isinstance(value, list) and not any(isinstance(x, (list, Mapping)) for x in value)
+
+
+def _same_rows(made: Mapping[str, Any], expected: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+    """Whether the lists of plain values under ``keys`` hold the same items, in any order: a
+    tool takes such a list as the set of items to act on (tau-bench's retail tools store
+    ``item_ids`` sorted). Lists of one length are compared as rows, so ``item_ids[i]`` stays
+    paired with ``new_item_ids[i]``; a list of objects (flights, passengers) keeps its order."""
+
+    def rows(arguments: Mapping[str, Any]) -> list[tuple[str, ...]] | None:
+        lengths = {len(arguments[key]) for key in keys}
+        if len(lengths) != 1:
+            return None
+        columns = [[canonical_arguments(x) for x in arguments[key]] for key in keys]
+        return sorted(zip(*columns, strict=True))
+
+    made_rows, expected_rows = rows(made), rows(expected)
+    if made_rows is not None and expected_rows is not None:
+        return made_rows == expected_rows
+    return all(
+        sorted(canonical_arguments(x) for x in made[key])
+        == sorted(canonical_arguments(x) for x in expected[key])
+        for key in keys
+    )
 
 
 def _said(text: str) -> str:

@@ -21,6 +21,7 @@ from ._facts import DEFAULT_READ_ONLY_TOOLS, agent_steps, expected_actions, is_r
 
 __all__ = [
     "DEFAULT_BUDGET_PATTERN",
+    "DEFAULT_CLOSING_PATTERN",
     "DEFAULT_FAILURE_PATTERN",
     "DEFAULT_HANDOFF_PATTERN",
     "FailureSign",
@@ -55,6 +56,14 @@ DEFAULT_BUDGET_PATTERN = (
     r"limit|too_many|time_?out"
 )
 
+#: A user turn matching this (case-insensitive) closes the conversation, so a run may end on
+#: it unanswered: tau-bench's user simulator ends with ``###STOP###``; people say goodbye,
+#: or only thank the agent.
+DEFAULT_CLOSING_PATTERN = (
+    r"###STOP###|\b(bye|goodbye|that'?s all|that is all|nothing else|have a (nice|good|great) "
+    r"day|talk (to you )?soon)\b|^\W*(ok(ay)?\W+|great\W+|perfect\W+)?(thanks?|thank you)\b[^?]{0,60}$"
+)
+
 # Where a trace records why its run stopped: the importers keep it in metadata.kp_import
 # (Bedrock stop_reason, Gemini finish_reason, SWE-agent exit_status, tau2 termination_reason);
 # a native trace may put it in metadata directly.
@@ -64,10 +73,13 @@ _STOP_KEYS = ("stop_reason", "finish_reason", "exit_status", "termination_reason
 @dataclass(frozen=True)
 class FailureSign:
     """A sign, in the trace itself, that its run failed: ``kind`` (``success_flag``,
-    ``admitted_failure``, ``handoff``, ``unrecovered_error`` or ``budget``), a one-line
-    ``reason`` and the ``steps`` it is about (none for the success flag or a stop reason)."""
+    ``admitted_failure``, ``handoff``, ``unrecovered_error``, ``budget`` or ``unfinished``), a
+    one-line ``reason`` and the ``steps`` it is about (none for the success flag or a stop
+    reason)."""
 
-    kind: Literal["success_flag", "admitted_failure", "handoff", "unrecovered_error", "budget"]
+    kind: Literal[
+        "success_flag", "admitted_failure", "handoff", "unrecovered_error", "budget", "unfinished"
+    ]
     reason: str
     steps: tuple[int, ...] = ()
 
@@ -110,6 +122,7 @@ def failure_signs(
     failure_pattern: str = DEFAULT_FAILURE_PATTERN,
     handoff_pattern: str = DEFAULT_HANDOFF_PATTERN,
     budget_pattern: str = DEFAULT_BUDGET_PATTERN,
+    closing_pattern: str = DEFAULT_CLOSING_PATTERN,
     handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
     write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
@@ -127,7 +140,11 @@ def failure_signs(
       and nothing succeeded after it;
     - ``budget``: the recorded stop reason (``stop_reason``, ``finish_reason``,
       ``exit_status`` or ``termination_reason``, in ``metadata.kp_import`` or ``metadata``)
-      matches ``budget_pattern``.
+      matches ``budget_pattern``;
+    - ``unfinished``: the run ends on an observation no agent step answered (:func:`unfinished`):
+      a user turn that does not close the conversation (``closing_pattern``), or, in a
+      conversation, the output of a call other than a handoff: the run was cut (tau-bench stops a run at its step limit
+      without recording why) or the agent never reported what its last call did.
     """
     signs: list[FailureSign] = []
     if trace.metadata.success is False and _success_flag_given(trace):
@@ -190,10 +207,81 @@ def failure_signs(
                 (ending.result_step if ending.result_step is not None else ending.step_id,),
             )
         )
+    signs.extend(_ending_signs(trace, budget_pattern, closing_pattern, handoff_tools, scratch))
+    return signs
+
+
+def _ending_signs(
+    trace: ReasoningTrace,
+    budget_pattern: str,
+    closing_pattern: str,
+    handoff_tools: Iterable[str],
+    scratch_tools: Iterable[str],
+) -> list[FailureSign]:
+    """The signs that the run did not get to its end: a budget stop reason, an unfinished end."""
+    signs: list[FailureSign] = []
     stop = _stop_reason(trace)
     if stop is not None and re.search(budget_pattern, stop, re.IGNORECASE):
         signs.append(FailureSign("budget", f"the run stopped on its budget ({stop!r})"))
+    ending = unfinished(
+        trace,
+        closing_pattern=closing_pattern,
+        handoff_tools=handoff_tools,
+        scratch_tools=scratch_tools,
+    )
+    if ending is not None:
+        signs.append(ending)
     return signs
+
+
+def unfinished(
+    trace: ReasoningTrace,
+    *,
+    closing_pattern: str = DEFAULT_CLOSING_PATTERN,
+    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
+    scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
+) -> FailureSign | None:
+    """The ``unfinished`` sign when the run ends on an observation no agent step followed, else
+    ``None``: a user turn that does not match ``closing_pattern`` (a request or a yes the agent
+    never answered), or, in a conversation (a trace with user turns), the output of a call
+    that is neither a handoff (``handoff_tools``: the conversation goes to a person) nor a
+    failed call (``unrecovered_error`` says that one) nor a scratch tool's: the agent never
+    told the user what it did. An autonomous run (no user turn) may end on its last call's
+    output (a ``submit``). A run whose outcome carries an answer of its own (a ``result_summary``
+    that is no agent message's copy) has answered, whatever its last step."""
+    if not trace.steps or trace.steps[-1].type != "observation":
+        return None
+    if not agent_steps(trace):
+        return None
+    summary, copied = final_answer(trace)
+    if summary and not copied and trace.outcome.result_summary.strip():
+        return None
+    last = trace.steps[-1]
+    text = (last.content or last.output_summary or "").strip()
+    if (last.model_extra or {}).get("source") == "user":
+        if re.search(closing_pattern, text, re.IGNORECASE):
+            return None
+        return FailureSign(
+            "unfinished",
+            f"the run ends on a user turn no agent step answered (step {last.step_id}: "
+            f"{text[:60]!r}): it was cut before its end",
+            (last.step_id,),
+        )
+    if not any((step.model_extra or {}).get("source") == "user" for step in trace.steps):
+        return None  # no conversation: an autonomous run may end on its last call's output
+    call = next((c for c in tool_calls(trace) if c.result_step == last.step_id), None)
+    if call is None or call.failed:
+        return None
+    if is_read_only(call.name, tuple(handoff_tools)) or is_read_only(
+        call.name, tuple(scratch_tools)
+    ):
+        return None
+    return FailureSign(
+        "unfinished",
+        f"the run ends on the output of {call.name} (step {last.step_id}): no agent step "
+        "reported it, so it was cut before its end",
+        (last.step_id,),
+    )
 
 
 def task_completed(
@@ -202,22 +290,36 @@ def task_completed(
     failure_pattern: str = DEFAULT_FAILURE_PATTERN,
     handoff_pattern: str = DEFAULT_HANDOFF_PATTERN,
     budget_pattern: str = DEFAULT_BUDGET_PATTERN,
+    closing_pattern: str = DEFAULT_CLOSING_PATTERN,
     handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
     write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
 ) -> Finding:
     """The trace itself shows no sign that its run failed (:func:`failure_signs`): the outcome
-    when no expected actions are given. Undetermined when the task's expected actions are in
-    ``metadata.ground_truth``: they decide the outcome (``expected_actions_match``), and an
-    answer refusing what the policy forbids is then a success, not an admitted failure."""
+    when no expected actions are given. When the task's expected actions are in
+    ``metadata.ground_truth`` they decide what was done (``expected_actions_match``: an answer
+    refusing what the policy forbids is then a success, not an admitted failure), so only the
+    signs that the run did not get to its end count (``budget``, ``unfinished``): tau-bench
+    rewards a run cut at its step limit 0 even when its writes were the expected ones."""
     if expected_actions(trace) is not None:
-        return Finding(None, "the task's expected actions decide the outcome (expected_actions)")
+        ending = _ending_signs(
+            trace, budget_pattern, closing_pattern, handoff_tools, tuple(scratch_tools)
+        )
+        if not ending:
+            return Finding(
+                None,
+                "the task's expected actions decide the outcome (expected_actions), and the run "
+                "got to its end",
+            )
+        steps = tuple(dict.fromkeys(step for sign in ending for step in sign.steps))
+        return Finding(False, "; ".join(sign.reason for sign in ending), steps)
     signs = failure_signs(
         trace,
         failure_pattern=failure_pattern,
         handoff_pattern=handoff_pattern,
         budget_pattern=budget_pattern,
+        closing_pattern=closing_pattern,
         handoff_tools=handoff_tools,
         write_tools=write_tools,
         read_only_tools=read_only_tools,
@@ -227,7 +329,7 @@ def task_completed(
         return Finding(
             True,
             "no sign of failure: no false success flag, no admission or handoff in the final "
-            "answer, no failed last call, no budget stop",
+            "answer, no failed last call, no budget stop, no end left unanswered",
         )
     steps = tuple(dict.fromkeys(step for sign in signs for step in sign.steps))
     return Finding(False, "; ".join(sign.reason for sign in signs), steps)

@@ -43,8 +43,9 @@ __all__ = [
 TOLERANCE = 1e-9
 
 #: What the steps of a criterion's failed verdict are, in the order the first failing step is
-#: looked for: where a failure began, a sign near it, where it showed.
-LOCATES = ("cause", "evidence", "symptom")
+#: looked for: where the run's result went wrong by its ground truth, where a failure began, a
+#: sign near it, where it showed.
+LOCATES = ("outcome", "cause", "evidence", "symptom")
 
 
 class UndeterminedError(KnowledgePulseError):
@@ -134,8 +135,9 @@ class Criterion:
 
     When ``description`` is empty it is taken from the check (its ``description`` attribute or
     the first line of its docstring). ``locates`` says what the steps of its failed verdict
-    are (:data:`LOCATES`): ``"cause"`` (where the failure began: a wrong call, a failed one, a
-    stall), ``"evidence"`` (a sign near it: a figure stated from nowhere) or ``"symptom"``
+    are (:data:`LOCATES`): ``"outcome"`` (where the result went wrong by the ground truth: a
+    write that differs from the expected one), ``"cause"`` (where a failure began: a wrong
+    call, a failed one, a stall, a write without consent), ``"evidence"`` (a sign near it: a figure stated from nowhere) or ``"symptom"``
     (where it showed: the budget running out, the final answer); the result's first failing
     step is looked for in that order.
     """
@@ -403,9 +405,12 @@ def first_failure(
     """(step, criterion): the earliest step a failed verdict names, and the first criterion
     (in the mapping's order) whose failed verdict names it; ``None`` when none names a step.
 
-    With ``locates`` (criterion → ``"cause"``, ``"evidence"`` or ``"symptom"``; ``"cause"``
-    when not given), the criteria naming causes are looked at first, then evidence, then
-    symptoms: a run cut by its budget went wrong before the step the budget ran out. Within
+    With ``locates`` (criterion → ``"outcome"``, ``"cause"``, ``"evidence"`` or ``"symptom"``;
+    ``"cause"`` when not given), the criteria naming where the result went wrong by the
+    ground truth are looked at first (a process breach before it, such as a write without
+    consent that was the expected write, is not why the run failed), then causes, then
+    evidence, then symptoms: a run cut by its budget went wrong before the step the budget ran
+    out. Within
     each, with ``weights``, the criteria that weigh in the score come first: a criterion of
     weight 0 (reported, not scored) names the step only when no scored one names any."""
 
