@@ -32,6 +32,7 @@ from knowledgepulse.kb._recall import (
     search_similar,
 )
 from knowledgepulse.kb._sql import SQLKnowledgeBase
+from knowledgepulse.kb._sqlite import SQLiteKnowledgeBase
 
 STEPS: list[dict[str, Any]] = [
     {"type": "thought", "content": "Find the booking first."},
@@ -222,7 +223,7 @@ def test_fused_rankings_add_reciprocal_ranks_and_prefer_successful_attempts() ->
 
 
 def _stored(
-    trace_id: str, objective: str, *, success: bool = True, value: float = 0.5
+    trace_id: str, objective: str, *, success: bool = True, value: float | None = 0.5
 ) -> StoredTrace:
     trace = _trace(trace_id, objective, success=success).to_dict()
     vector = HashingEmbedder().embed([objective])[0]
@@ -400,3 +401,58 @@ def test_a_query_in_another_language_finds_its_words(kb_location: str) -> None:
         found = search_similar(kb, embedder, "réserver vol Séville", k=1)
         assert [(h.id, h.found_by, h.text_rank) for h in found] == [("kp:trace:fr", "both", 1)]
         assert [i for i, _ in kb.search_text(query_terms("预订 ZQ81"), 5)] == ["kp:trace:fr"]
+
+
+def test_filters_read_from_memory_answer_as_the_sql_does(tmp_path: Path) -> None:
+    """SQLite answers recall's filters from facts kept in memory (kb._facts): for every
+    viewer and filter they pass exactly the rows the SQL condition passes, rows added by
+    another connection included, and none after the base is cleared."""
+    embedder = check_embedder(HashingEmbedder())
+    location = tmp_path / "kb.sqlite"
+
+    def row(trace_id: str, visibility: str, owner: str | None, org: str | None,
+            **fields: Any) -> StoredTrace:  # fmt: skip
+        stored = _stored(trace_id, f"Change flight reservation {trace_id}", **fields)
+        return replace(stored, visibility=visibility, owner=owner, org=org)
+
+    rows = [
+        row("kp:trace:net", "network", None, None, value=0.6),
+        row("kp:trace:mine", "private", "k1", "acme", value=0.9),
+        row("kp:trace:team", "org", "k2", "acme", success=False, value=0.2),
+        row("kp:trace:other", "org", "k3", "umbrella", value=None),
+        row("kp:trace:none", "private", None, None, value=0.7),
+    ]
+    ids = [r.id for r in rows] + ["kp:trace:missing"]
+    viewers = [None, Viewer("k1", "acme"), Viewer("k2"), Viewer("k9", "umbrella"),
+               Viewer("k9", sees_all=True)]  # fmt: skip
+    filters: list[dict[str, Any]] = [
+        {},
+        {"success_only": True},
+        {"domain": "airline"},
+        {"domain": "hotel"},
+        {"min_value": 0.65},
+        {"success_only": True, "min_value": 0.5, "domain": "airline"},
+    ]
+    with SQLiteKnowledgeBase(location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many(rows[:3])
+        assert kb.passing(ids, None) != {}  # the facts are read now: rows 4 and 5 come later
+        with open_knowledge_base(location, None, create=False) as other:
+            other.add_many(rows[3:])
+        for viewer in viewers:
+            for wanted in filters:
+                from_sql = SQLKnowledgeBase.passing(kb, ids, viewer, **wanted)
+                assert kb.passing(ids, viewer, **wanted) == from_sql, (viewer, wanted)
+        # Another's private row stays hidden; a row with no value passes no least value.
+        assert kb.passing(ids, Viewer("k1", "acme"), min_value=0.65) == {
+            "kp:trace:mine": (0.9, True)
+        }
+        assert set(kb.passing(ids, Viewer("k1", "acme"))) == {
+            "kp:trace:net", "kp:trace:mine", "kp:trace:team"
+        }  # fmt: skip
+        # The words of a row another connection added are named from the facts too.
+        assert [i for i, _ in kb.search_text(["kp"], 10, Viewer("k3", "umbrella"))] == [
+            "kp:trace:net", "kp:trace:other"
+        ]  # fmt: skip
+        kb.clear()
+        assert kb.passing(ids, None) == {}
+        assert kb.search_text(["kp"], 10) == []

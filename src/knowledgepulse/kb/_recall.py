@@ -24,7 +24,9 @@ instructions.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,9 +265,17 @@ def ranked_search(
         "success_only": success_only, "domain": domain, "min_value": min_value
     }  # fmt: skip
     depth = max(k, CANDIDATES)
-    vector = query_vector(kb, embedder, query)
-    by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
-    by_text = [trace_id for trace_id, _ in kb.search_text(terms, depth, viewer, **filters)]
+    # The words are searched while the query is embedded: neither needs the other, the
+    # database and the model both let go of the GIL, and on 2 cores this took the text
+    # search out of a recall's time (docs/performance.md, "Recall").
+    words = _worker().submit(kb.search_text, terms, depth, viewer, **filters)
+    try:
+        vector = query_vector(kb, embedder, query)
+        by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
+    except BaseException:
+        wait([words])  # the base stays the caller's to close: nothing runs on it after this
+        raise
+    by_text = [trace_id for trace_id, _ in words.result()]
     facts: dict[str, tuple[float | None, bool]] | None = None
     if prefer == "successful":
         facts = kb.passing(list(dict.fromkeys([*(i for i, _ in by_vector), *by_text])), viewer)
@@ -291,6 +301,20 @@ def ranked_search(
         )
     reason = None if hits else "no stored trace that passes the filters matches the query"
     return hits, reason
+
+
+_text_worker: ThreadPoolExecutor | None = None
+_text_worker_lock = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The threads that run recall's text searches (a few per process, made on first use:
+    a service answers several recalls at once)."""
+    global _text_worker
+    with _text_worker_lock:
+        if _text_worker is None:
+            _text_worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kp-recall-text")
+        return _text_worker
 
 
 def fused_rankings(
