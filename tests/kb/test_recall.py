@@ -27,12 +27,14 @@ from knowledgepulse.kb._recall import (
     NO_WORDS,
     fused_order,
     fused_rankings,
+    nearer_facet,
     one_line,
     render_steps,
     search_similar,
 )
 from knowledgepulse.kb._sql import SQLKnowledgeBase
 from knowledgepulse.kb._sqlite import SQLiteKnowledgeBase
+from knowledgepulse.tasks import task_text
 
 STEPS: list[dict[str, Any]] = [
     {"type": "thought", "content": "Find the booking first."},
@@ -456,3 +458,46 @@ def test_filters_read_from_memory_answer_as_the_sql_does(tmp_path: Path) -> None
         kb.clear()
         assert kb.passing(ids, None) == {}
         assert kb.search_text(["kp"], 10) == []
+
+
+def test_an_opening_is_stored_with_its_trace_or_made_when_recall_meets_it(
+    kb_location: str,
+) -> None:
+    """Each stored trace's opening vector (its first user message, kb._openings): stored with
+    it where the base was opened with its embedder, else made by recall, once; a candidate
+    is ranked by the nearer of its task-text and opening vectors; cleared with the traces."""
+    counting = HashingEmbedder()
+    embedder = check_embedder(counting)
+    # The opening says what the query says; the later turns pull the task text elsewhere.
+    turns = [{"type": "observation", "content": f"seat {n} baggage meal upgrade lounge",
+              "source": "user"} for n in range(6)]  # fmt: skip
+    chatty = make_trace(turns, trace_id="kp:trace:chatty", objective="cancel my trip to Oslo")
+    plain = make_trace(STEPS, trace_id="kp:trace:plain", objective="cancel a hotel in Oslo")
+    rows = [
+        StoredTrace(id=t["id"], trace=t, vector=embedder.embed([task_text(parse_trace(t)).text])[0])
+        for t in (chatty, plain)
+    ]  # fmt: skip
+    with open_knowledge_base(kb_location, None) as bare:  # no embedder: no opening is made
+        bare.add_many(rows[:1])
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many(rows[1:])  # opened with the embedder: stored with its opening
+        made = counting.calls
+        query = embedder.embed(["cancel my trip to Oslo"])[0]
+        vectors = kb.opening_vectors(["kp:trace:chatty", "kp:trace:plain", "kp:trace:none"],
+                                     embedder)  # fmt: skip
+        assert sorted(vectors) == ["kp:trace:chatty", "kp:trace:plain"]
+        assert counting.calls == made + 2  # the query, and the one opening that was missing
+        assert float(vectors["kp:trace:chatty"] @ query) == pytest.approx(1.0, abs=1e-6)
+        kb.opening_vectors(["kp:trace:chatty"], embedder)
+        assert counting.calls == made + 2  # made once, then read
+        by_task = [(hit.id, hit.similarity) for hit in kb.search(query, 2)]
+        assert by_task[0][0] == "kp:trace:plain"  # the task texts alone rank the other first
+        ranked = nearer_facet(kb, embedder, query, by_task, [], 50)
+        assert ranked[0][0] == "kp:trace:chatty"
+        assert ranked[0][1] == pytest.approx(1.0, abs=1e-6)
+        found = search_similar(kb, embedder, "cancel my trip to Oslo", k=2)
+        assert [(h.id, h.vector_rank) for h in found] == [
+            ("kp:trace:chatty", 1), ("kp:trace:plain", 2)
+        ]  # fmt: skip
+        kb.clear()
+        assert kb.opening_vectors(["kp:trace:chatty"], embedder) == {}

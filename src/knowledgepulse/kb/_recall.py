@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from ..memory._cache import exact_rows
 from ._examples import (
     STEP_BUDGET_TOKENS,
     UNTRUSTED_NOTICE,
@@ -65,6 +66,7 @@ __all__ = [
     "fenced_example",
     "fused_order",
     "fused_rankings",
+    "nearer_facet",
     "one_line",
     "query_vector",
     "quoted",
@@ -279,7 +281,8 @@ def ranked_search(
     facts: dict[str, tuple[float | None, bool]] | None = None
     if prefer == "successful":
         facts = kb.passing(list(dict.fromkeys([*(i for i, _ in by_vector), *by_text])), viewer)
-    rankings = fused_rankings([trace_id for trace_id, _ in by_vector], by_text, facts)
+    by_facet = nearer_facet(kb, embedder, vector, by_vector, by_text, depth)
+    rankings = fused_rankings([trace_id for trace_id, _ in by_facet], by_text, facts)
     ordered = fused_order(rankings, facts)[:k]
     similarity = dict(by_vector)
     hits: list[RankedHit] = []
@@ -301,6 +304,37 @@ def ranked_search(
         )
     reason = None if hits else "no stored trace that passes the filters matches the query"
     return hits, reason
+
+
+def nearer_facet(
+    kb: KnowledgeBase,
+    embedder: Any,
+    vector: FloatArray,
+    by_vector: Sequence[tuple[str, float]],
+    by_text: Sequence[str],
+    depth: int,
+) -> list[tuple[str, float]]:
+    """The vector ranking: the candidates of both searches (``by_vector``: (id, cosine of
+    its task-text vector), ``by_text``: ids), up to ``depth``, each by the nearer of its
+    vectors to the query: its task text's (measured for the vector search's candidates)
+    and its opening's (:mod:`._openings`, made now where missing). Ties keep the order
+    the candidates came in."""
+    task = dict(by_vector)
+    candidates = list(dict.fromkeys([*task, *by_text]))
+    openings = kb.opening_vectors(candidates, embedder) if candidates else {}
+    opened = [trace_id for trace_id in candidates if trace_id in openings]
+    by_opening: dict[str, float] = {}
+    if opened:
+        rows = exact_rows(np.stack([openings[trace_id] for trace_id in opened]))
+        cosines = np.clip(rows @ exact_rows(vector), -1.0, 1.0)
+        by_opening = dict(zip(opened, (float(c) for c in cosines)))
+    scored: list[tuple[str, float]] = []
+    for trace_id in candidates:
+        near = [d[trace_id] for d in (task, by_opening) if trace_id in d]
+        if near:
+            scored.append((trace_id, max(near)))
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i][1], i))
+    return [scored[i] for i in order[:depth]]
 
 
 _text_worker: ThreadPoolExecutor | None = None
