@@ -2,8 +2,8 @@
 
 Recall takes its candidates among the traces a viewer may see that pass the filters (success
 only, a domain, a least value). Asked of the database, each ranking cost an ``IN (...)``
-query over ``traces`` with ``metadata.success`` read out of every candidate's JSON: ~4 ms a
-search at 10^5 traces on 2 busy cores, twice a search (docs/performance.md, "Recall"). Stored
+query over ``traces`` with ``metadata.success`` read out of every candidate's JSON, twice a
+search, and more the larger the traces (docs/performance.md, "Recall at 10^5 traces"). Stored
 rows never change (a base only grows, or is cleared), so the facts are read once, a page of
 new rows at a time like the vectors (:class:`~._index.VectorIndex`), and each filter is then
 a dictionary look-up. The visibility rule is :meth:`~._keys.Viewer.can_see`, the one the SQL

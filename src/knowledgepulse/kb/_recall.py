@@ -5,7 +5,9 @@ MCP tools ``search_traces`` and ``search``, ``POST /v1/search`` through :func:`r
 Two searches run among the traces the viewer may see that pass the filters (successful runs
 only, a domain, a least value), so a filtered-out trace never takes a place:
 
-- by vector: the query embedded, the nearest stored vectors;
+- by vector: the query embedded, the nearest stored task-text vectors; then every candidate
+  of both searches ranked by the nearer of its two vectors to the query, its task text's or
+  its opening's (the first user message, :mod:`._openings`; :func:`nearer_facet`);
 - by words: the database's own full-text search over each stored trace's task text
   (:mod:`._fulltext`: SQLite FTS5, PostgreSQL ``tsvector``), which finds the entities a
   sentence vector blurs (a reservation code, a user id, a city).
@@ -267,9 +269,9 @@ def ranked_search(
         "success_only": success_only, "domain": domain, "min_value": min_value
     }  # fmt: skip
     depth = max(k, CANDIDATES)
-    # The words are searched while the query is embedded: neither needs the other, the
-    # database and the model both let go of the GIL, and on 2 cores this took the text
-    # search out of a recall's time (docs/performance.md, "Recall").
+    # The words are searched while the query is embedded: neither needs the other, and the
+    # database and the model both let go of the GIL (docs/performance.md, "Recall at 10^5
+    # traces").
     words = _worker().submit(kb.search_text, terms, depth, viewer, **filters)
     try:
         vector = query_vector(kb, embedder, query)
