@@ -27,11 +27,14 @@ from knowledgepulse.kb._recall import (
     NO_WORDS,
     fused_order,
     fused_rankings,
+    nearer_facet,
     one_line,
     render_steps,
     search_similar,
 )
 from knowledgepulse.kb._sql import SQLKnowledgeBase
+from knowledgepulse.kb._sqlite import SQLiteKnowledgeBase
+from knowledgepulse.tasks import task_text
 
 STEPS: list[dict[str, Any]] = [
     {"type": "thought", "content": "Find the booking first."},
@@ -222,7 +225,7 @@ def test_fused_rankings_add_reciprocal_ranks_and_prefer_successful_attempts() ->
 
 
 def _stored(
-    trace_id: str, objective: str, *, success: bool = True, value: float = 0.5
+    trace_id: str, objective: str, *, success: bool = True, value: float | None = 0.5
 ) -> StoredTrace:
     trace = _trace(trace_id, objective, success=success).to_dict()
     vector = HashingEmbedder().embed([objective])[0]
@@ -400,3 +403,101 @@ def test_a_query_in_another_language_finds_its_words(kb_location: str) -> None:
         found = search_similar(kb, embedder, "réserver vol Séville", k=1)
         assert [(h.id, h.found_by, h.text_rank) for h in found] == [("kp:trace:fr", "both", 1)]
         assert [i for i, _ in kb.search_text(query_terms("预订 ZQ81"), 5)] == ["kp:trace:fr"]
+
+
+def test_filters_read_from_memory_answer_as_the_sql_does(tmp_path: Path) -> None:
+    """SQLite answers recall's filters from facts kept in memory (kb._facts): for every
+    viewer and filter they pass exactly the rows the SQL condition passes, rows added by
+    another connection included, and none after the base is cleared."""
+    embedder = check_embedder(HashingEmbedder())
+    location = tmp_path / "kb.sqlite"
+
+    def row(trace_id: str, visibility: str, owner: str | None, org: str | None,
+            **fields: Any) -> StoredTrace:  # fmt: skip
+        stored = _stored(trace_id, f"Change flight reservation {trace_id}", **fields)
+        return replace(stored, visibility=visibility, owner=owner, org=org)
+
+    rows = [
+        row("kp:trace:net", "network", None, None, value=0.6),
+        row("kp:trace:mine", "private", "k1", "acme", value=0.9),
+        row("kp:trace:team", "org", "k2", "acme", success=False, value=0.2),
+        row("kp:trace:other", "org", "k3", "umbrella", value=None),
+        row("kp:trace:none", "private", None, None, value=0.7),
+    ]
+    ids = [r.id for r in rows] + ["kp:trace:missing"]
+    viewers = [None, Viewer("k1", "acme"), Viewer("k2"), Viewer("k9", "umbrella"),
+               Viewer("k9", sees_all=True)]  # fmt: skip
+    filters: list[dict[str, Any]] = [
+        {},
+        {"success_only": True},
+        {"domain": "airline"},
+        {"domain": "hotel"},
+        {"min_value": 0.65},
+        {"success_only": True, "min_value": 0.5, "domain": "airline"},
+    ]
+    with SQLiteKnowledgeBase(location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many(rows[:3])
+        assert kb.passing(ids, None) != {}  # the facts are read now: rows 4 and 5 come later
+        with open_knowledge_base(location, None, create=False) as other:
+            other.add_many(rows[3:])
+        for viewer in viewers:
+            for wanted in filters:
+                from_sql = SQLKnowledgeBase.passing(kb, ids, viewer, **wanted)
+                assert kb.passing(ids, viewer, **wanted) == from_sql, (viewer, wanted)
+        # Another's private row stays hidden; a row with no value passes no least value.
+        assert kb.passing(ids, Viewer("k1", "acme"), min_value=0.65) == {
+            "kp:trace:mine": (0.9, True)
+        }
+        assert set(kb.passing(ids, Viewer("k1", "acme"))) == {
+            "kp:trace:net", "kp:trace:mine", "kp:trace:team"
+        }  # fmt: skip
+        # The words of a row another connection added are named from the facts too.
+        assert [i for i, _ in kb.search_text(["kp"], 10, Viewer("k3", "umbrella"))] == [
+            "kp:trace:net", "kp:trace:other"
+        ]  # fmt: skip
+        kb.clear()
+        assert kb.passing(ids, None) == {}
+        assert kb.search_text(["kp"], 10) == []
+
+
+def test_an_opening_is_stored_with_its_trace_or_made_when_recall_meets_it(
+    kb_location: str,
+) -> None:
+    """Each stored trace's opening vector (its first user message, kb._openings): stored with
+    it where the base was opened with its embedder, else made by recall, once; a candidate
+    is ranked by the nearer of its task-text and opening vectors; cleared with the traces."""
+    counting = HashingEmbedder()
+    embedder = check_embedder(counting)
+    # The opening says what the query says; the later turns pull the task text elsewhere.
+    turns = [{"type": "observation", "content": f"seat {n} baggage meal upgrade lounge",
+              "source": "user"} for n in range(6)]  # fmt: skip
+    chatty = make_trace(turns, trace_id="kp:trace:chatty", objective="cancel my trip to Oslo")
+    plain = make_trace(STEPS, trace_id="kp:trace:plain", objective="cancel a hotel in Oslo")
+    rows = [
+        StoredTrace(id=t["id"], trace=t, vector=embedder.embed([task_text(parse_trace(t)).text])[0])
+        for t in (chatty, plain)
+    ]  # fmt: skip
+    with open_knowledge_base(kb_location, None) as bare:  # no embedder: no opening is made
+        bare.add_many(rows[:1])
+    with open_knowledge_base(kb_location, EmbeddingIdentity.of(embedder)) as kb:
+        kb.add_many(rows[1:])  # opened with the embedder: stored with its opening
+        made = counting.calls
+        query = embedder.embed(["cancel my trip to Oslo"])[0]
+        vectors = kb.opening_vectors(["kp:trace:chatty", "kp:trace:plain", "kp:trace:none"],
+                                     embedder)  # fmt: skip
+        assert sorted(vectors) == ["kp:trace:chatty", "kp:trace:plain"]
+        assert counting.calls == made + 2  # the query, and the one opening that was missing
+        assert float(vectors["kp:trace:chatty"] @ query) == pytest.approx(1.0, abs=1e-6)
+        kb.opening_vectors(["kp:trace:chatty"], embedder)
+        assert counting.calls == made + 2  # made once, then read
+        by_task = [(hit.id, hit.similarity) for hit in kb.search(query, 2)]
+        assert by_task[0][0] == "kp:trace:plain"  # the task texts alone rank the other first
+        ranked = nearer_facet(kb, embedder, query, by_task, [], 50)
+        assert ranked[0][0] == "kp:trace:chatty"
+        assert ranked[0][1] == pytest.approx(1.0, abs=1e-6)
+        found = search_similar(kb, embedder, "cancel my trip to Oslo", k=2)
+        assert [(h.id, h.vector_rank) for h in found] == [
+            ("kp:trace:chatty", 1), ("kp:trace:plain", 2)
+        ]  # fmt: skip
+        kb.clear()
+        assert kb.opening_vectors(["kp:trace:chatty"], embedder) == {}

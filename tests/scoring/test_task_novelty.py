@@ -17,6 +17,7 @@ from knowledgepulse.kb import EmbeddingIdentity, KnowledgeBaseMismatchError, ope
 from knowledgepulse.tasks import (
     entity_similarity,
     novelty_of_similarity,
+    opening_text,
     run_facet,
     task_similarity,
     task_text,
@@ -75,6 +76,25 @@ def test_task_text_falls_back_when_there_is_no_objective() -> None:
     assert (task_text(no_user).text, task_text(no_user).source) == ("first words", "first_step")
     huge = kp.parse_trace(make_trace(objective="x" * 1_000_000))
     assert len(task_text(huge).text) == 1000
+
+
+def test_the_opening_is_the_first_user_message_with_the_same_fallbacks() -> None:
+    trace = kp.parse_trace(attempt(1, 0, user="my real question"))
+    assert opening_text(trace) == type(opening_text(trace))(
+        "please book flight f100 for user u1 " * 3, "objective"
+    )
+    blank = trace.model_copy(update={"task": trace.task.model_copy(update={"objective": " "})})
+    assert (opening_text(blank).text, opening_text(blank).source) == ("my real question", "user")
+    words = kp.parse_trace(make_trace(steps=[{"type": "thought", "content": "first words"}]))
+    no_user = words.model_copy(update={"task": words.task.model_copy(update={"objective": ""})})
+    assert (opening_text(no_user).text, opening_text(no_user).source) == (
+        "first words",
+        "first_step",
+    )
+    empty = no_user.model_copy(update={"steps": []})
+    assert (opening_text(empty).text, opening_text(empty).source) == ("", "none")
+    huge = kp.parse_trace(make_trace(objective="x" * 1_000_000))
+    assert len(opening_text(huge).text) == 1000
 
 
 def test_a_repeat_of_a_task_is_not_new_and_the_explanation_says_so() -> None:

@@ -127,6 +127,13 @@ class TextEngine:
     #: The best matches: (match, k) parameters; rows (id, rank), best first (ties: the
     #: older first).
     search: str
+    #: The best matches by the index alone: (match, k) parameters; rows (the row's
+    #: ``traces.seq``, rank), best first, as :attr:`search` orders them.
+    search_keys: str = ""
+    #: How many indexed traces hold each of several words, in one statement (``{marks}``:
+    #: one placeholder a word); rows (word, count), none for a word no trace holds. Empty:
+    #: :attr:`frequency` is asked word by word.
+    frequencies: str = ""
 
     def match(self, terms: Sequence[str]) -> str:
         """The match expression for any of ``terms`` (words of word characters only)."""
@@ -165,10 +172,13 @@ FTS5 = _Fts5(
     key="rowid",
     insert="INSERT INTO trace_text (rowid, objective, body) VALUES (?, ?, ?)",
     frequency="SELECT doc FROM trace_text_words WHERE term = ?",
+    frequencies="SELECT term, doc FROM trace_text_words WHERE term IN ({marks})",
     # bm25 is lower for a better match. The best are taken from the index alone, then named.
     search="SELECT t.id, -x.rank FROM (SELECT rowid AS seq, bm25(trace_text, 2.5, 1.0) AS rank "
     "FROM trace_text WHERE trace_text MATCH ? ORDER BY rank, rowid LIMIT ?) AS x "
     "JOIN traces t ON t.seq = x.seq ORDER BY x.rank, x.seq",
+    search_keys="SELECT rowid, -bm25(trace_text, 2.5, 1.0) FROM trace_text "
+    "WHERE trace_text MATCH ? ORDER BY bm25(trace_text, 2.5, 1.0), rowid LIMIT ?",
 )
 POSTGRES_TEXT = _PostgresText(
     name="PostgreSQL full-text search",
@@ -364,7 +374,7 @@ class FullTextMixin:
         match = engine.match(self._affordable(engine, terms))
         width = 2 * k  # filters usually leave most: one query, seldom two
         while True:
-            rows = self._select(engine.search, [match, width])
+            rows = self._text_hits(engine, match, width)
             passing = self.passing(
                 [str(row[0]) for row in rows],
                 viewer,
@@ -377,13 +387,24 @@ class FullTextMixin:
                 return kept[:k]
             width *= 4
 
+    def _text_hits(self, engine: TextEngine, match: str, width: int) -> list[tuple[Any, Any]]:
+        """The index's best ``width`` (id, rank) for ``match``, best first."""
+        return self._select(engine.search, [match, width])
+
     def _affordable(self, engine: TextEngine, terms: Sequence[str]) -> list[str]:
         """The rarest of ``terms`` whose traces add up to at most :data:`POSTINGS` (at least
         the rarest one), in the query's order."""
-        counts: dict[str, int] = {}
-        for term in terms:
-            rows = self._select(engine.frequency, [engine.word(term)])
-            counts[term] = int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        counts: dict[str, int] = dict.fromkeys(terms, 0)
+        if engine.frequencies:
+            words = {engine.word(term): term for term in terms}
+            marks = ",".join([self.dialect.mark] * len(words))
+            for word, count in self._select(engine.frequencies.format(marks=marks), list(words)):
+                if word in words and count is not None:
+                    counts[words[word]] = int(count)
+        else:
+            for term in terms:
+                rows = self._select(engine.frequency, [engine.word(term)])
+                counts[term] = int(rows[0][0]) if rows and rows[0][0] is not None else 0
         kept: set[str] = set()
         total = 0
         for term in sorted(terms, key=lambda t: (counts[t], terms.index(t))):

@@ -155,6 +155,10 @@ class KnowledgeBase(Protocol):
     ) -> dict[str, tuple[float | None, bool]]:
         """Of ``ids``, the visible ones that pass the filters: id -> (value, succeeded)."""
 
+    def opening_vectors(self, ids: Sequence[str], embedder: Any) -> dict[str, Any]:
+        """The opening vectors of the stored traces of ``ids`` (made with ``embedder`` where
+        missing, and stored)."""
+
     # -- closing -------------------------------------------------------------------------------
 
     def close(self) -> None: ...

@@ -5,7 +5,9 @@ MCP tools ``search_traces`` and ``search``, ``POST /v1/search`` through :func:`r
 Two searches run among the traces the viewer may see that pass the filters (successful runs
 only, a domain, a least value), so a filtered-out trace never takes a place:
 
-- by vector: the query embedded, the nearest stored vectors;
+- by vector: the query embedded, the nearest stored task-text vectors; then every candidate
+  of both searches ranked by the nearer of its two vectors to the query, its task text's or
+  its opening's (the first user message, :mod:`._openings`; :func:`nearer_facet`);
 - by words: the database's own full-text search over each stored trace's task text
   (:mod:`._fulltext`: SQLite FTS5, PostgreSQL ``tsvector``), which finds the entities a
   sentence vector blurs (a reservation code, a user id, a city).
@@ -24,7 +26,9 @@ instructions.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from ..memory._cache import exact_rows
 from ._examples import (
     STEP_BUDGET_TOKENS,
     UNTRUSTED_NOTICE,
@@ -63,6 +68,7 @@ __all__ = [
     "fenced_example",
     "fused_order",
     "fused_rankings",
+    "nearer_facet",
     "one_line",
     "query_vector",
     "quoted",
@@ -263,13 +269,22 @@ def ranked_search(
         "success_only": success_only, "domain": domain, "min_value": min_value
     }  # fmt: skip
     depth = max(k, CANDIDATES)
-    vector = query_vector(kb, embedder, query)
-    by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
-    by_text = [trace_id for trace_id, _ in kb.search_text(terms, depth, viewer, **filters)]
+    # The words are searched while the query is embedded: neither needs the other, and the
+    # database and the model both let go of the GIL (docs/performance.md, "Recall at 10^5
+    # traces").
+    words = _worker().submit(kb.search_text, terms, depth, viewer, **filters)
+    try:
+        vector = query_vector(kb, embedder, query)
+        by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
+    except BaseException:
+        wait([words])  # the base stays the caller's to close: nothing runs on it after this
+        raise
+    by_text = [trace_id for trace_id, _ in words.result()]
     facts: dict[str, tuple[float | None, bool]] | None = None
     if prefer == "successful":
         facts = kb.passing(list(dict.fromkeys([*(i for i, _ in by_vector), *by_text])), viewer)
-    rankings = fused_rankings([trace_id for trace_id, _ in by_vector], by_text, facts)
+    by_facet = nearer_facet(kb, embedder, vector, by_vector, by_text, depth)
+    rankings = fused_rankings([trace_id for trace_id, _ in by_facet], by_text, facts)
     ordered = fused_order(rankings, facts)[:k]
     similarity = dict(by_vector)
     hits: list[RankedHit] = []
@@ -291,6 +306,51 @@ def ranked_search(
         )
     reason = None if hits else "no stored trace that passes the filters matches the query"
     return hits, reason
+
+
+def nearer_facet(
+    kb: KnowledgeBase,
+    embedder: Any,
+    vector: FloatArray,
+    by_vector: Sequence[tuple[str, float]],
+    by_text: Sequence[str],
+    depth: int,
+) -> list[tuple[str, float]]:
+    """The vector ranking: the candidates of both searches (``by_vector``: (id, cosine of
+    its task-text vector), ``by_text``: ids), up to ``depth``, each by the nearer of its
+    vectors to the query: its task text's (measured for the vector search's candidates)
+    and its opening's (:mod:`._openings`, made now where missing). Ties keep the order
+    the candidates came in."""
+    task = dict(by_vector)
+    candidates = list(dict.fromkeys([*task, *by_text]))
+    openings = kb.opening_vectors(candidates, embedder) if candidates else {}
+    opened = [trace_id for trace_id in candidates if trace_id in openings]
+    by_opening: dict[str, float] = {}
+    if opened:
+        rows = exact_rows(np.stack([openings[trace_id] for trace_id in opened]))
+        cosines = np.clip(rows @ exact_rows(vector), -1.0, 1.0)
+        by_opening = dict(zip(opened, (float(c) for c in cosines)))
+    scored: list[tuple[str, float]] = []
+    for trace_id in candidates:
+        near = [d[trace_id] for d in (task, by_opening) if trace_id in d]
+        if near:
+            scored.append((trace_id, max(near)))
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i][1], i))
+    return [scored[i] for i in order[:depth]]
+
+
+_text_worker: ThreadPoolExecutor | None = None
+_text_worker_lock = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The threads that run recall's text searches (a few per process, made on first use:
+    a service answers several recalls at once)."""
+    global _text_worker
+    with _text_worker_lock:
+        if _text_worker is None:
+            _text_worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kp-recall-text")
+        return _text_worker
 
 
 def fused_rankings(

@@ -45,6 +45,7 @@ from ._copies import CopyStoreMixin
 from ._dialect import Dialect
 from ._fulltext import FullTextMixin
 from ._keys import AccessMixin
+from ._openings import OpeningMixin
 
 __all__ = ["INDEX_MODES", "Dialect", "SQLKnowledgeBase", "new_meta_rows"]
 
@@ -80,7 +81,7 @@ def new_meta_rows() -> list[tuple[str, str]]:
     return [("format", FORMAT_NAME), ("version", str(FORMAT_VERSION)), ("created_at", utc_now())]
 
 
-class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin):
+class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin, OpeningMixin):
     """A knowledge base in an SQL database; a :class:`~knowledgepulse.NoveltyMemory`.
 
     Subclasses set :attr:`dialect`, open their connection and call :meth:`_check_format` and
@@ -190,6 +191,9 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin):
         stored = EmbeddingIdentity.from_meta(meta)
         if wanted is None:
             return stored
+        # Kept to make the openings of the traces stored (._openings): the model is checked
+        # below, so its vectors compare with the base's.
+        self._embedder = wanted.embedder
         if stored is None:
             self._write_meta(wanted.meta_rows())
             self._first_identity(wanted)
@@ -303,6 +307,7 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin):
             self._forget_vectors()
             self._forget_copies()
             self._forget_texts()
+            self._forget_openings()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -417,6 +422,7 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin):
         added = self._executemany(d.insert_trace, rows)
         self._store_new_facets([(item.id, item.trace, item.copy_facet) for item in items])
         self._store_new_texts([item.id for item in items])
+        self._store_new_openings(items)
         return added
 
     def _write_rows(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:

@@ -25,8 +25,10 @@ import numpy as np
 
 from ._base import EmbeddingIdentity, FloatArray, KnowledgeBaseError
 from ._dialect import Dialect
+from ._facts import FACT_COLUMNS, RowFacts
 from ._fulltext import FTS5, TextEngine
 from ._index import ANN_THRESHOLD, VectorIndex
+from ._keys import Viewer
 from ._sql import SQLKnowledgeBase, new_meta_rows
 
 __all__ = ["SQLiteKnowledgeBase"]
@@ -108,6 +110,7 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
             raise KnowledgeBaseError(f"{self.location}: is a directory, not a knowledge base")
         self._index: VectorIndex | None = None
         self._loaded_seq = 0
+        self._facts: RowFacts | None = None
         self._conn = self._connect()
         try:
             meta = self._meta()
@@ -180,6 +183,44 @@ class SQLiteKnowledgeBase(SQLKnowledgeBase):
     def _forget_vectors(self) -> None:
         self._index = None
         self._loaded_seq = 0
+        self._facts = None
+
+    # -- recall's filters, in memory (see ._facts) -------------------------------------------
+
+    def passing(
+        self,
+        ids: Sequence[str],
+        viewer: Viewer | None = None,
+        *,
+        success_only: bool = False,
+        domain: str | None = None,
+        min_value: float | None = None,
+    ) -> dict[str, tuple[float | None, bool]]:
+        with self._reading():
+            facts = self._refresh_facts()
+            return facts.passing(ids, viewer, success_only, domain, min_value)
+
+    def _text_hits(self, engine: TextEngine, match: str, width: int) -> list[tuple[Any, Any]]:
+        # The index alone ranks; the rows are named from the facts (no join with traces).
+        with self._reading():
+            rows = self._conn.execute(engine.search_keys, (match, width)).fetchall()
+            facts = self._refresh_facts()
+        named = facts.id_of_seq
+        return [(named[seq], rank) for seq, rank in rows if seq in named]
+
+    def _refresh_facts(self) -> RowFacts:
+        """The facts of the stored traces, extended with the rows added since the last look
+        (under ``_reading``)."""
+        if self._facts is None:
+            self._facts = RowFacts()
+        columns = FACT_COLUMNS.format(success=self.dialect.success_sql)
+        cursor = self._conn.execute(
+            f"SELECT seq, {columns} FROM traces WHERE seq > ? ORDER BY seq",
+            (self._facts.last_seq,),
+        )
+        while rows := cursor.fetchmany(10_000):
+            self._facts.extend(rows)
+        return self._facts
 
     def _search_kind(self, traces: int) -> str:
         if self._index is not None:

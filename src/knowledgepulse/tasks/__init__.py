@@ -11,6 +11,7 @@ attempt at the same task for 94 % of them, against 20 % by whole-trace vectors
 
 - :func:`task_text` — the text, cut to :data:`TASK_CHARS` characters (one MiniLM window), and
   what it was made from.
+- :func:`opening_text` — the first user message alone (recall compares a query with it).
 - :func:`task_vectors` — unit vectors of many traces' task texts, centred on their own mean
   (order-free: the mean of a set), which is what separates tasks of one domain.
 - :class:`RunFacet` — how a run did its task: the values its tool calls were given (the
@@ -42,6 +43,7 @@ __all__ = [
     "centred_rows",
     "entity_similarity",
     "novelty_of_similarity",
+    "opening_text",
     "run_facet",
     "task_similarity",
     "task_text",
@@ -80,6 +82,27 @@ def task_text(trace: ReasoningTrace) -> TaskText:
         return TaskText(text, "objective+user" if turns else "objective")
     if turns:
         return TaskText("\n".join(turns)[:TASK_CHARS], "user")
+    for step in trace.steps:
+        if step.content and step.content.strip():
+            return TaskText(step.content[:TASK_CHARS], "first_step")
+    return TaskText("", "none")
+
+
+def opening_text(trace: ReasoningTrace) -> TaskText:
+    """The trace's opening: what its user asked first, as an agent starting the task has it
+    when it recalls (the first user message). The objective, cut to :data:`TASK_CHARS`
+    characters; without one, the first turn the importer marked as the user's (``user``);
+    without that, the first step that has words (``first_step``); else ``none``.
+
+    Recall compares a query with it beside the task text: a first message (``Hi! I need to
+    change my flight from Texas to Newark``) is nearer the other attempts' first messages
+    than their whole task texts, which add every later turn (docs/mcp.md)."""
+    objective = trace.task.objective
+    if objective.strip():
+        return TaskText(objective[:TASK_CHARS], "objective")
+    for step in trace.steps:
+        if step.content and step.content.strip() and getattr(step, "source", None) == "user":
+            return TaskText(step.content[:TASK_CHARS], "user")
     for step in trace.steps:
         if step.content and step.content.strip():
             return TaskText(step.content[:TASK_CHARS], "first_step")
