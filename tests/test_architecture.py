@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
         "records",
         "api_models",
     },
-    {"integrations", "reporting"},
+    {"integrations", "reporting", "runs"},
     {"cli", "service", "viewer", "mcp_server", "distributed", "__main__"},  # shells
 ]
 # The package's face and two re-exports kept for their public module paths.

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..distributed._cli import check_engine, engine_options
+from ..runs import Run, open_writer, signals_held, stderr_console
 from ._app import app
 from ._options import (
     PATHS_HELP,
@@ -26,15 +27,7 @@ from ._options import (
     quiet_option,
     rejects_option,
 )
-from ._run import (
-    Run,
-    check_paths,
-    open_writer,
-    read_conversions,
-    refuse_overwriting_inputs,
-    signals_held,
-    stderr_console,
-)
+from ._run import check_paths, read_conversions, refuse_overwriting_inputs
 
 
 @app.command(

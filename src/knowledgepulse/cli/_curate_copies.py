@@ -11,7 +11,7 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
-from ._run import open_writer, signals_held
+from ..runs import open_writer, signals_held
 
 __all__ = [
     "curate_copies_in_memory",

@@ -10,16 +10,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..runs import Rejection, Run, open_writer, signals_held, stderr_console
 from ._app import app
 from ._options import quiet_option
-from ._run import (
-    Rejection,
-    Run,
-    check_paths,
-    open_writer,
-    signals_held,
-    stderr_console,
-)
+from ._run import check_paths
 
 if TYPE_CHECKING:
     from ..kb import EmbeddingIdentity, Hit, KnowledgeBase
@@ -250,7 +244,7 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
     files = check_paths(paths)
     added = 0
     with ExitStack() as stack:
-        run = Run(stack, label="importing", quiet=quiet)
+        run = Run(stack, label="importing", quiet=quiet, console=stderr_console())
         kb: KnowledgeBase | None = None
         batch: list[StoredTrace] = []
 

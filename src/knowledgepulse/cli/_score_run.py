@@ -17,17 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..runs import Run, open_writer, signals_held, stderr_console
 from ._integrations import ResultSinks
 from ._options import profile_registry
-from ._run import (
-    Run,
-    check_paths,
-    open_writer,
-    read_conversions,
-    refuse_overwriting_inputs,
-    signals_held,
-    stderr_console,
-)
+from ._run import check_paths, read_conversions, refuse_overwriting_inputs
 from ._score_table import print_score_table, table_row
 
 if TYPE_CHECKING:

@@ -7,9 +7,10 @@ import sys
 
 import click
 
+from ..runs import EXIT_OK, MAX_REJECTIONS_SHOWN, stderr_console
 from ._app import app
 from ._options import PATHS_HELP, host_option, port_option
-from ._run import EXIT_OK, MAX_REJECTIONS_SHOWN, check_paths, stderr_console
+from ._run import check_paths
 
 DEFAULT_PORT = 8751
 

@@ -1,0 +1,77 @@
+"""What a run shows on a terminal: the consoles it writes to and its live progress bar, which
+names the phase the run is in and, where the total is known, shows it and the time left."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+
+def stderr_console() -> Any:
+    # emoji=False: "file:100: ..." must not become "file💯 ...".
+    return console_class()(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def silent_console() -> Any:
+    """A console that shows nothing (a library run with no console given): not a terminal,
+    so no progress bar is drawn."""
+    import io
+
+    return console_class()(file=io.StringIO(), highlight=False, soft_wrap=True, emoji=False)
+
+
+@functools.cache
+def console_class() -> Any:
+    """rich's Console, except that a closed pipe ends ``kp`` quietly (exit 0), as for stdout.
+
+    rich's own answer to a closed pipe is ``SystemExit(1)``: ``kp score … 2>&1 | head`` failed
+    whenever the summary or a rejection was written after ``head`` had left.
+    """
+    from rich.console import Console
+
+    from ..io._writers import OutputClosed
+
+    class QuietConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise OutputClosed
+
+    return QuietConsole
+
+
+def progress_display(console: Any, enabled: bool, label: str) -> Any:
+    """A live bar on stderr when it is a terminal (a no-op otherwise): the phase, the count
+    (of the total, when it is known), the rate, the time taken and, with a total, the time
+    left."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        _time_left_column(),
+        console=console,
+        transient=True,
+        disable=not (enabled and console.is_terminal),
+    )
+
+
+def _time_left_column() -> Any:
+    """rich's time remaining, shown only where the phase's total is known (no ``-:--:--``)."""
+    from rich.progress import TimeRemainingColumn
+    from rich.text import Text
+
+    class TimeLeft(TimeRemainingColumn):
+        def render(self, task: Any) -> Text:
+            return Text("") if task.total is None else super().render(task)
+
+    return TimeLeft()
