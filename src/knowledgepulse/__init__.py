@@ -13,8 +13,9 @@
 - :mod:`knowledgepulse.reporting` — summaries and the HTML report.
 - :func:`capture` / :func:`captured` — record an agent's ``openai``/``anthropic`` calls as a
   trace, score it and share it when it passes (:class:`CapturedRun`).
-- :func:`validate_files`, :func:`convert_files`, :func:`redact_files` — ``kp validate``,
-  ``kp import`` and ``kp redact`` as library verbs, each returning a :class:`RunReport`
+- :func:`validate_files`, :func:`convert_files`, :func:`redact_files`, :func:`evaluate_files`,
+  :func:`score_files` — ``kp validate``, ``kp import``, ``kp redact``, ``kp eval`` and
+  ``kp score`` as library verbs, each returning a :class:`RunReport`
   (counts, rejections with file/line/field, summary, timings) that renders itself.
 - :func:`recall` — the stored traces most like a task, as worked examples for a prompt
   (:class:`Recall`); :mod:`knowledgepulse.mcp_server` serves them to agents over MCP.
@@ -123,7 +124,13 @@ if TYPE_CHECKING:
         convert_files as convert_files,
     )
     from .runs import (
+        evaluate_files as evaluate_files,
+    )
+    from .runs import (
         redact_files as redact_files,
+    )
+    from .runs import (
+        score_files as score_files,
     )
     from .runs import (
         validate_files as validate_files,
@@ -217,7 +224,15 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["CapturedRun", "capture", "captured"], ".integrations._capture"),
     **dict.fromkeys(["Recall", "RecalledTrace", "recall"], ".kb._recall"),
     **dict.fromkeys(
-        ["RejectedRecord", "RunReport", "convert_files", "redact_files", "validate_files"],
+        [
+            "RejectedRecord",
+            "RunReport",
+            "convert_files",
+            "evaluate_files",
+            "redact_files",
+            "score_files",
+            "validate_files",
+        ],
         ".runs",
     ),
 }

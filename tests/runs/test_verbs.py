@@ -348,3 +348,54 @@ def test_evaluate_rejects_with_file_line_and_the_sink_hears_of_it(tmp_path: Path
     assert sink.added == 2
     assert report.gates == []
     assert round_trips(report)
+
+
+def test_score_writes_a_line_per_trace_and_summarises_them(tmp_path: Path) -> None:
+    from knowledgepulse import Scorer, score_files
+    from knowledgepulse.runs import ScoreDomain, ScoreRunSummary
+
+    output, accepted = tmp_path / "scores.jsonl", tmp_path / "accepted.jsonl"
+    seen: list[str] = []
+    report = score_files(
+        [TRACES],
+        Scorer(embedder=None, threshold=0.5),
+        output=str(output),
+        accepted=str(accepted),
+        on_line=lambda line, _record: seen.append(line),
+    )
+    assert report.counts == RunCounts(records_in=30, processed=30, outputs=30)
+    summary = report.summary
+    assert isinstance(summary, ScoreRunSummary)
+    assert (summary.traces_scored, summary.passed, summary.threshold) == (30, 26, 0.5)
+    assert (summary.minimum, summary.median, summary.mean, summary.maximum) == (
+        0.1,
+        0.694,
+        0.6474977172706,
+        0.9005,
+    )
+    assert summary.histogram == [0, 1, 0, 1, 2, 5, 7, 11, 2, 1]
+    assert summary.domains[0] == ScoreDomain(
+        domain="code", count=7, mean=0.6612111744878572, passed=6
+    )
+    assert seen == output.read_text().splitlines()
+    assert len(accepted.read_text().splitlines()) == 26
+    text = report.render()
+    assert text.startswith(
+        "records in: 30 = processed 30 + rejected 0\n"
+        "traces scored: 30   score min 0.100  median 0.694  mean 0.647  max 0.900\n"
+    )
+    assert "passed threshold 0.5: 26 of 30 (87%)\n" in text
+    assert text.splitlines()[-1].startswith("took ")
+    kp_text = kp_stderr(
+        "score", "--no-embed", TRACES, "--threshold", "0.5", "-o", str(tmp_path / "kp.jsonl")
+    )
+    assert kp_text.splitlines()[:-1] == text.splitlines()[:-1]  # all but the timing
+    assert round_trips(report)
+
+
+def test_score_refuses_workers_for_a_run_that_cannot_use_them() -> None:
+    from knowledgepulse import Scorer, score_files
+    from knowledgepulse.runs import WorkersRefused
+
+    with pytest.raises(WorkersRefused):
+        score_files([TRACES], Scorer(embedder=None), source_format="auto", workers=2)

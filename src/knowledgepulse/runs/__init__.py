@@ -3,11 +3,11 @@
 A run counts every input record exactly once, as processed, rejected (with file, line, field
 and reason) or, after a stop, not processed; it writes whole lines with Ctrl-C and SIGTERM
 held; it shows its phase and progress; and it returns one :class:`RunReport` that renders
-itself and round-trips to JSON. ``kp validate``, ``kp import``, ``kp redact`` and ``kp eval`` are
-the verbs below with options and printing.
+itself and round-trips to JSON. ``kp validate``, ``kp import``, ``kp redact``, ``kp eval`` and
+``kp score`` are the verbs below with options and printing.
 
-- :func:`validate_files`, :func:`convert_files`, :func:`redact_files`, :func:`evaluate_files`
-  — the verbs.
+- :func:`validate_files`, :func:`convert_files`, :func:`redact_files`, :func:`evaluate_files`,
+  :func:`score_files` — the verbs.
 - :class:`RunReport` — counts, rejections (:class:`RejectedRecord`), summary, gates, timings
   and what stopped the run; :class:`RunCounts` and each verb's summary.
 - :class:`Run`, :class:`Tally`, :class:`Rejection`, :func:`read_units`,
@@ -40,12 +40,17 @@ if TYPE_CHECKING:
     from ._report import RejectedRecord as RejectedRecord
     from ._report import RunCounts as RunCounts
     from ._report import RunReport as RunReport
+    from ._report import ScoreDomain as ScoreDomain
+    from ._report import ScoreRunSummary as ScoreRunSummary
     from ._report import ValidateSummary as ValidateSummary
     from ._run import Run as Run
     from ._run import format_hint as format_hint
     from ._run import open_writer as open_writer
     from ._run import read_conversions as read_conversions
     from ._run import read_units as read_units
+    from ._score import ScoreSink as ScoreSink
+    from ._score import WorkersRefused as WorkersRefused
+    from ._score import score_files as score_files
     from ._signals import EXIT_INTERRUPTED as EXIT_INTERRUPTED
     from ._signals import EXIT_OK as EXIT_OK
     from ._signals import EXIT_REJECTED as EXIT_REJECTED
@@ -111,12 +116,15 @@ _LAZY: dict[str, str] = {
             "RejectedRecord",
             "RunCounts",
             "RunReport",
+            "ScoreDomain",
+            "ScoreRunSummary",
             "ValidateSummary",
         ],
         "._report",
     ),
     **dict.fromkeys(["check_format", "convert_files", "redact_files", "validate_files"], "._verbs"),
     **dict.fromkeys(["GROUP_ALIASES", "CaseSink", "CaseUnit", "evaluate_files"], "._evaluate"),
+    **dict.fromkeys(["ScoreSink", "WorkersRefused", "score_files"], "._score"),
 }
 
 __all__ = sorted(_LAZY)

@@ -8,13 +8,16 @@ It renders itself (the text ``kp`` prints at the end of the command) and round-t
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..rubrics import EvaluationReport, OutcomeAgreement
 from ._signals import EXIT_OK, EXIT_REJECTED, exit_status_for
 from ._tally import LocatedProblem, Tally, accounting_line
+
+if TYPE_CHECKING:
+    from ..reporting import ScoreSummary
 
 Verb = Literal["validate", "convert", "redact", "evaluate", "score", "curate"]
 
@@ -124,10 +127,83 @@ class EvaluateSummary(BaseModel):
         return parts
 
 
+class ScoreDomain(BaseModel):
+    """The scores of one task domain: how many, their mean, how many passed."""
+
+    domain: str
+    count: int
+    mean: float
+    passed: int
+
+
+class ScoreRunSummary(BaseModel):
+    """``score_files``: the distribution of the scores written (figures over no trace are 0),
+    per domain, and the summary as ``kp score`` prints it (``lines``)."""
+
+    kind: Literal["score"] = "score"
+    traces_scored: int = 0
+    threshold: float | None = None
+    passed: int = 0
+    minimum: float = 0.0
+    median: float = 0.0
+    mean: float = 0.0
+    maximum: float = 0.0
+    histogram: list[int] = Field(default_factory=list)
+    domains: list[ScoreDomain] = Field(default_factory=list)
+    lines: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, summary: ScoreSummary, *, width: int = 80) -> ScoreRunSummary:
+        """The figures of ``summary``, and its rendering ``width`` columns wide."""
+        if not summary.count:
+            return cls(threshold=summary.threshold)
+        return cls(
+            traces_scored=summary.count,
+            threshold=summary.threshold,
+            passed=summary.passed,
+            minimum=summary.minimum,
+            median=summary.median,
+            mean=summary.mean,
+            maximum=summary.maximum,
+            histogram=summary.histogram(),
+            domains=[
+                ScoreDomain(domain=d.domain, count=d.count, mean=d.mean, passed=d.passed)
+                for d in summary.domains()
+            ],
+            lines=_console_text([summary.render()], width).splitlines(),
+        )
+
+    def closing(self, report: RunReport) -> list[Any]:
+        parts: list[Any] = []
+        if report.interrupted:
+            parts.append("interrupted: the output holds every line written so far")
+        parts.append(report.accounting())
+        parts.extend(self.lines)
+        elapsed = report.timings.get("total", 0.0)
+        rate = self.traces_scored / elapsed if elapsed > 0 else 0.0
+        parts.append(f"took {elapsed:.2f} s ({rate:,.0f} traces/s)")
+        return parts
+
+
 Summary = Annotated[
-    ValidateSummary | ConvertSummary | RedactSummary | EvaluateSummary,
+    ValidateSummary | ConvertSummary | RedactSummary | EvaluateSummary | ScoreRunSummary,
     Field(discriminator="kind"),
 ]
+
+
+def _console_text(parts: list[Any], width: int) -> str:
+    """``parts`` as kp prints them on a file or pipe ``width`` columns wide (its stderr)."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width, color_system=None, highlight=False, soft_wrap=True, emoji=False
+    )
+    for part in parts:
+        console.print(part, markup=False, highlight=False)
+    return out.getvalue()
 
 
 class RunReport(BaseModel):
@@ -232,17 +308,7 @@ class RunReport(BaseModel):
     def render(self, width: int = 80) -> str:
         """The report as plain text, as ``kp`` prints it on a file or pipe ``width`` columns
         wide: the notes, :meth:`closing` and :meth:`gate_lines`."""
-        import io
-
-        from rich.console import Console
-
-        out = io.StringIO()
-        console = Console(
-            file=out, width=width, color_system=None, highlight=False, soft_wrap=True, emoji=False
-        )
-        for part in [*self.notes, *self.closing(), *self.gate_lines()]:
-            console.print(part, markup=False, highlight=False)
-        return out.getvalue()
+        return _console_text([*self.notes, *self.closing(), *self.gate_lines()], width)
 
     def __str__(self) -> str:
         return self.render()
