@@ -245,7 +245,8 @@ class _Job:
     def run(self, stack: ExitStack) -> Run:
         return Run(
             stack,
-            label="reading",
+            # Embedding goes on while reading: the bar says both (it used to say "reading").
+            label="reading" if self.chosen is None else "reading and embedding",
             quiet=self.quiet,
             rejects=self.rejects,
             max_errors=self.max_errors,
