@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._paths import check_outputs as check_outputs
     from ._paths import input_files as input_files
     from ._progress import console_class as console_class
+    from ._progress import phase_progress as phase_progress
     from ._progress import silent_console as silent_console
     from ._progress import stderr_console as stderr_console
     from ._report import ConvertSummary as ConvertSummary
@@ -106,7 +107,9 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         ["Run", "format_hint", "open_writer", "read_conversions", "read_units"], "._run"
     ),
-    **dict.fromkeys(["console_class", "silent_console", "stderr_console"], "._progress"),
+    **dict.fromkeys(
+        ["console_class", "phase_progress", "silent_console", "stderr_console"], "._progress"
+    ),
     **dict.fromkeys(["OutputOverwritesInput", "check_outputs", "input_files"], "._paths"),
     **dict.fromkeys(
         [

@@ -4,6 +4,8 @@ names the phase the run is in and, where the total is known, shows it and the ti
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -75,3 +77,43 @@ def _time_left_column() -> Any:
             return Text("") if task.total is None else super().render(task)
 
     return TimeLeft()
+
+
+@contextmanager
+def phase_progress(
+    console: Any, enabled: bool, labels: dict[str, str]
+) -> Iterator[Callable[[int, int, str], None]]:
+    """A bar with the time left on stderr when it is a terminal; yields
+    ``shown(done, total, phase)``, the bar labelled ``labels[phase]`` (a new phase restarts
+    the bar, so its time left is the phase's own)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not (enabled and console.is_terminal),
+    )
+    with progress:
+        tasks: dict[str, Any] = {}
+
+        def shown(done: int, total: int, phase: str) -> None:
+            if phase not in tasks:
+                for earlier in tasks.values():
+                    progress.update(earlier, visible=False)
+                tasks[phase] = progress.add_task(labels.get(phase, phase), total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        yield shown
