@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from knowledgepulse.cli._run import progress_display
+from knowledgepulse.runs._progress import progress_display
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

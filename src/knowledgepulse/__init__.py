@@ -13,6 +13,10 @@
 - :mod:`knowledgepulse.reporting` — summaries and the HTML report.
 - :func:`capture` / :func:`captured` — record an agent's ``openai``/``anthropic`` calls as a
   trace, score it and share it when it passes (:class:`CapturedRun`).
+- :func:`validate_files`, :func:`convert_files`, :func:`redact_files`, :func:`evaluate_files`,
+  :func:`score_files` — ``kp validate``, ``kp import``, ``kp redact``, ``kp eval`` and
+  ``kp score`` as library verbs, each returning a :class:`RunReport`
+  (counts, rejections with file/line/field, summary, timings) that renders itself.
 - :func:`recall` — the stored traces most like a task, as worked examples for a prompt
   (:class:`Recall`); :mod:`knowledgepulse.mcp_server` serves them to agents over MCP.
 
@@ -110,6 +114,27 @@ if TYPE_CHECKING:
     from .records import (
         ScoreRecord as ScoreRecord,
     )
+    from .runs import (
+        RejectedRecord as RejectedRecord,
+    )
+    from .runs import (
+        RunReport as RunReport,
+    )
+    from .runs import (
+        convert_files as convert_files,
+    )
+    from .runs import (
+        evaluate_files as evaluate_files,
+    )
+    from .runs import (
+        redact_files as redact_files,
+    )
+    from .runs import (
+        score_files as score_files,
+    )
+    from .runs import (
+        validate_files as validate_files,
+    )
     from .scoring._profiles import (
         BUILTIN_PROFILES as BUILTIN_PROFILES,
     )
@@ -198,6 +223,18 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["EvalRecord", "ScoreRecord"], ".records"),
     **dict.fromkeys(["CapturedRun", "capture", "captured"], ".integrations._capture"),
     **dict.fromkeys(["Recall", "RecalledTrace", "recall"], ".kb._recall"),
+    **dict.fromkeys(
+        [
+            "RejectedRecord",
+            "RunReport",
+            "convert_files",
+            "evaluate_files",
+            "redact_files",
+            "score_files",
+            "validate_files",
+        ],
+        ".runs",
+    ),
 }
 
 __all__ = sorted([*_LAZY, "KnowledgePulseError", "MissingDependencyError", "__version__"])

@@ -154,3 +154,17 @@ def test_import_refuses_a_broken_score_record_by_file_line_and_field(
         f"{broken}:6: record: Input should be a valid dictionary or instance of ScoreRecord",
         "records in: 8 = processed 4 + rejected 4; traces added: 4",
     ]
+
+
+def test_import_refuses_lines_that_are_not_export_lines_by_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{broken\n{"schema": "something else"}\n')
+    code, _, err = kp(capsys, "kb", "import", str(odd), "--kb", str(tmp_path / "kb.sqlite"))
+    assert code == 1
+    assert err.splitlines() == [
+        f"{odd}:1: invalid JSON: Expecting property name enclosed in double quotes (column 2)",
+        f"{odd}:2: not a kp kb export line (schema knowledgepulse.kb-entry/1)",
+        "records in: 2 = processed 0 + rejected 2; traces added: 0",
+    ]

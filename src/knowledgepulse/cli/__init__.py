@@ -3,7 +3,8 @@
 ``main`` turns every outcome into an exit status: 0 when every record was processed, 1 when
 any was rejected (or a gate failed), 2 for usage errors (one line on stderr), 128 + the
 signal when stopped by one (130 for Ctrl-C, 143 for SIGTERM), whatever was rejected before. The commands only parse options and call library functions; what they share
-(the tally, rejections, outputs, progress, signals) is in :mod:`._run`.
+(the tally, rejections, outputs, progress, signals) is the library's, in
+:mod:`knowledgepulse.runs`; :mod:`._run` holds their usage errors.
 """
 
 from __future__ import annotations
@@ -16,21 +17,23 @@ from contextlib import contextmanager
 
 import click
 
-from ._app import app
-from ._run import (
+from ..runs import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_REJECTED,
     EXIT_USAGE,
     exit_status_for,
+    keep_handlers,
     restore_signals,
 )
+from ._app import app
 
 __all__ = ["app", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kp`` with ``argv`` (default: the command line) and return its exit status."""
+    keep_handlers()  # a run's signal handlers stay until the closing text is printed
     try:
         code = _run_command(argv)
     finally:

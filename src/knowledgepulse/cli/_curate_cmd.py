@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,9 @@ from typing import Any
 import click
 
 from ..distributed._cli import check_engine, engine_options
+from ..runs import Run, open_writer, phase_progress, signals_held, stderr_console
 from ._app import app
+from ._curate_run import read_into, stopped
 from ._options import (
     PATHS_HELP,
     batch_size_option,
@@ -26,15 +27,7 @@ from ._options import (
     quiet_option,
     rejects_option,
 )
-from ._run import (
-    Run,
-    check_paths,
-    open_writer,
-    read_conversions,
-    refuse_overwriting_inputs,
-    signals_held,
-    stderr_console,
-)
+from ._run import check_paths, refuse_overwriting_inputs
 
 
 @app.command(
@@ -305,38 +298,6 @@ def _check_options(
         raise click.UsageError("--candidate-similarity applies to --first-pass static only")
 
 
-def read_into(
-    job: _Job,
-    stack: ExitStack,
-    add: Callable[[Any], None],
-    finish: Callable[[], None] | None = None,
-    *,
-    phase: str = "reading",
-) -> Run:
-    """Read every input record of ``job``, handing each trace to ``add`` (and ``finish()`` at
-    the end, still under the run's signal handling): the one reading loop of every ``kp
-    curate`` run, which counts each record processed once its unit converted whole. ``phase``
-    is what the progress bar says: what ``add`` does to each trace while it is read."""
-    run = job.run(stack, phase)
-    with run:
-        for conversion in read_conversions(job.files, job.source_format, job.options, run):
-            for trace in conversion.traces:
-                add(trace)
-            if not conversion.problems:
-                run.tally.processed += conversion.counted
-            run.step()
-        if finish is not None:
-            finish()
-    return run
-
-
-def _stopped(job: _Job, tally: Any, message: str) -> int:
-    tally.print_folded()
-    job.console.print(tally.accounting(), highlight=False)
-    job.console.print(message, markup=False, highlight=False)
-    return int(tally.exit_code())
-
-
 def _curate_streaming(job: _Job) -> int:
     """Read once, keep a few numbers per trace in memory and the rest in the work directory."""
     from ..scoring._spool import remove_work_dir
@@ -360,7 +321,7 @@ def _curate_streaming(job: _Job) -> int:
         # Until the outputs are written, every record read counts as not processed.
         read, tally.processed = tally.processed, 0
         if tally.interrupted:
-            return _stopped(
+            return stopped(
                 job,
                 tally,
                 "interrupted before curating: nothing was written" + _kept_note(job, curation),
@@ -370,7 +331,7 @@ def _curate_streaming(job: _Job) -> int:
         with run, phase_progress(job.console, not job.quiet, phases) as shown:
             curation.decide(progress=shown)
         if tally.interrupted:
-            return _stopped(
+            return stopped(
                 job,
                 tally,
                 "interrupted while curating: nothing was written" + _kept_note(job, curation),
@@ -435,46 +396,6 @@ def _say_result(job: _Job, distinct: int, kept: int, dropped: int, groups: int) 
     )
 
 
-@contextmanager
-def phase_progress(
-    console: Any, enabled: bool, labels: dict[str, str]
-) -> Iterator[Callable[[int, int, str], None]]:
-    """A bar with the time left on stderr when it is a terminal; yields
-    ``shown(done, total, phase)``, the bar labelled ``labels[phase]`` (a new phase restarts
-    the bar, so its time left is the phase's own)."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not (enabled and console.is_terminal),
-    )
-    with progress:
-        tasks: dict[str, Any] = {}
-
-        def shown(done: int, total: int, phase: str) -> None:
-            if phase not in tasks:
-                for earlier in tasks.values():
-                    progress.update(earlier, visible=False)
-                tasks[phase] = progress.add_task(labels.get(phase, phase), total=total)
-            progress.update(tasks[phase], completed=done, total=total)
-
-        yield shown
-
-
 def _curate_in_memory(job: _Job) -> int:
     """``--engine ray``: every trace is read into memory first."""
     from ..distributed._cli import ray_curate
@@ -486,7 +407,7 @@ def _curate_in_memory(job: _Job) -> int:
         run = read_into(job, stack, pile.append)
         tally = run.tally
         if tally.interrupted:
-            return _stopped(job, tally, "interrupted before curating: nothing was written")
+            return stopped(job, tally, "interrupted before curating: nothing was written")
         job.say_embedder()
         read, tally.processed = tally.processed, 0
         with run:
@@ -504,7 +425,7 @@ def _curate_in_memory(job: _Job) -> int:
             )
             tally.processed = read
         if tally.interrupted:
-            return _stopped(job, tally, "interrupted while curating: nothing was written")
+            return stopped(job, tally, "interrupted while curating: nothing was written")
         kept_out = open_writer(stack, job.output)
         groups_out = open_writer(stack, job.groups)
         with signals_held():

@@ -11,7 +11,8 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
-from ._run import open_writer, signals_held
+from ..runs import open_writer, phase_progress, signals_held
+from ._curate_run import read_into, stopped
 
 __all__ = [
     "curate_copies_in_memory",
@@ -75,7 +76,6 @@ def hashers_for(workers: int | None, files: list[str]) -> int:
 def curate_copies_streaming(job: Any) -> int:
     """Read once; a few numbers and a signature per trace in memory, the lines on disk."""
     from ..scoring._copy_curation import CopyCuration
-    from ._curate_cmd import _stopped, phase_progress, read_into
 
     with ExitStack() as stack:
         curation = CopyCuration(
@@ -92,13 +92,13 @@ def curate_copies_streaming(job: Any) -> int:
         read, tally.processed = tally.processed, 0
         if tally.interrupted:
             curation.remove_files()
-            return _stopped(job, tally, "interrupted before curating: nothing was written")
+            return stopped(job, tally, "interrupted before curating: nothing was written")
         run.stop_display()
         with run, phase_progress(job.console, not job.quiet, {"group": "grouping copies"}) as shown:
             curation.decide(progress=shown)
         if tally.interrupted:
             curation.remove_files()
-            return _stopped(job, tally, "interrupted while curating: nothing was written")
+            return stopped(job, tally, "interrupted while curating: nothing was written")
         kept_out = open_writer(stack, job.output)
         groups_out = open_writer(stack, job.groups)
         with signals_held():
@@ -174,21 +174,19 @@ def curate_in_memory(
     measure: str = "estimated Jaccard",
 ) -> int:
     """Read every trace into memory, ``decide(stack, pile, base)``, write the outputs."""
-    from ._curate_cmd import _stopped, read_into
-
     pile: list[Any] = []
     with ExitStack() as stack:
         base = job.open_base(stack)
         run = read_into(job, stack, pile.append)
         tally = run.tally
         if tally.interrupted:
-            return _stopped(job, tally, "interrupted before curating: nothing was written")
+            return stopped(job, tally, "interrupted before curating: nothing was written")
         read, tally.processed = tally.processed, 0
         with run:
             result = decide(stack, pile, base)
             tally.processed = read
         if tally.interrupted:
-            return _stopped(job, tally, "interrupted while curating: nothing was written")
+            return stopped(job, tally, "interrupted while curating: nothing was written")
         kept_out = open_writer(stack, job.output)
         groups_out = open_writer(stack, job.groups)
         with signals_held():

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from contextlib import ExitStack
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from ..runs import stderr_console
 from ._app import app
 from ._integrations import ResultSinks, integration_options
-from ._judge_options import judge_options, judging
+from ._judge_options import judge_options
 from ._options import (
     from_option,
     max_errors_option,
@@ -20,21 +17,7 @@ from ._options import (
     quiet_option,
     rejects_option,
 )
-from ._run import (
-    Rejection,
-    Run,
-    check_paths,
-    open_writer,
-    refuse_overwriting_inputs,
-    signals_held,
-)
-
-if TYPE_CHECKING:
-    from ..io._reader import InputRecord
-    from ..rubrics import Case, CaseError, Rubric
-
-# ``--group-by task``: the task an attempt belongs to, as the importers record it.
-_GROUP_ALIASES = {"task": "metadata.kp_import.task"}
+from ._run import check_format, check_paths, print_report, refuse_overwriting_inputs
 
 
 @app.command(
@@ -118,9 +101,8 @@ def eval_command(
     quiet: bool,
 ) -> None:
     """Grade cases with a rubric of weighted yes/no criteria; print the report."""
-    from ..behaviours import with_tools
-    from ..records import EvalRecord
-    from ..rubrics import CaseError, OutcomeAgreement, ReportBuilder, resolve_rubric
+    from ..rubrics import JudgeNotConfiguredError, resolve_rubric
+    from ..runs import GROUP_ALIASES, EvaluateSummary, evaluate_files
 
     files = check_paths(cases)
     refuse_overwriting_inputs(
@@ -132,10 +114,8 @@ def eval_command(
     except (ValueError, ImportError) as exc:
         raise click.BadParameter(str(exc), param_hint="--rubric") from None
     tools = _tools(tools_file)
-    items = _cases(files, source_format, rubric)
-    group_by = _GROUP_ALIASES.get(group_by, group_by) if group_by else group_by
-    builder = ReportBuilder()
-    agreement = OutcomeAgreement()
+    check_format(source_format)
+    group_by = GROUP_ALIASES.get(group_by, group_by) if group_by else group_by
     sinks = ResultSinks(
         junit=junit,
         group_by=group_by,
@@ -143,105 +123,37 @@ def eval_command(
         suite=rubric.name,
         properties={"rubric": rubric.name, "cases": " ".join(files)},
     )
-    with ExitStack() as stack:
-        out = open_writer(stack, output)
-        run = Run(stack, label="evaluating", quiet=quiet, rejects=rejects, max_errors=max_errors)
-        tally = run.tally
-        with run:
-            for records, case, count in judging(rubric, items):
-                record = records[0]
-                if isinstance(case, CaseError):
-                    tally.read(len(records))
-                    tally.reject(Rejection(records, case.messages))
-                    sinks.reject(record.place, case.messages)
-                    if tally.stopped_early:
-                        break
-                    continue
-                tally.read(count)
-                if case is None:  # a record that held no trace: nothing to grade
-                    tally.processed += count
-                    continue
-                if tools and case.trace is not None:
-                    case = dataclasses.replace(case, trace=with_tools(case.trace, tools))
-                with sinks.timed():
-                    result = rubric.evaluate(case)
-                line = EvalRecord.of(
-                    result, source=record.source, line=record.line, index=record.index
-                )
-                line = sinks.label(line, record.data)
-                with signals_held():
-                    out.write_line(line.to_json())
-                    sinks.add_eval(record, case, line)  # once written: never reported alone
-                    builder.add(result)
-                    agreement.add(case, result)
-                    tally.processed += count
-                run.step()
-    report = builder.build()
-    if report_json:
-        Path(report_json).write_text(report.to_json(), encoding="utf-8")
-    console = run.console
-    if not quiet or tally.interrupted:
-        tally.print_folded()
-        console.print(report)
-        if agreement.count:
-            console.print(agreement)
-        console.print(tally.accounting(), highlight=False)
-    code = tally.exit_code()
-    if not tally.interrupted:
-        gates = report.failed_gates(fail_under, pass_rates) if tally.processed else []
-        if report.error_count and not allow_check_errors:
-            gates.append(
-                f"{report.error_count} check(s) raised an error (see 'errors' in the results; "
-                "--allow-check-errors accepts them)"
-            )
-        for message in gates:
-            console.print(f"gate failed: {message}", markup=False, highlight=False)
-        if gates:
-            code = max(code, 1)
+    console = stderr_console()
+    try:
+        report = evaluate_files(
+            files,
+            rubric,
+            source_format=source_format,
+            output=output or "-",
+            report_json=report_json,
+            rejects=rejects,
+            tools=tools,
+            fail_under=fail_under,
+            min_pass_rates=pass_rates,
+            allow_check_errors=allow_check_errors,
+            max_errors=max_errors,
+            sink=sinks,
+            console=console,
+            progress=not quiet,
+        )
+    except JudgeNotConfiguredError as exc:
+        raise click.UsageError(str(exc)) from None
+    print_report(console, report, quiet)
+    summary = report.summary
     sink_code = sinks.finish(
         console,
         quiet,
-        report,
+        summary.evaluation if isinstance(summary, EvaluateSummary) else None,
         fail_under=fail_under,
         pass_rates=pass_rates,
         allow_check_errors=allow_check_errors,
     )
-    raise click.exceptions.Exit(max(code, sink_code))
-
-
-def _cases(
-    files: list[str], source_format: str, rubric: Rubric
-) -> Iterator[tuple[list[InputRecord], Case | CaseError | None, int]]:
-    """(records, case, records counted) per case to grade; a rejection's case is its error.
-
-    ``--from trace`` reads case objects and ReasoningTraces; any other format imports the logs
-    and makes each trace a case, named by its id. The records of a unit count once, with its
-    last trace; a unit that held no trace is ``None`` (processed, nothing graded). A trace's
-    first record carries the trace as its data, so ``--group-by`` reads the trace's fields.
-    """
-    from ..importers import ConversionError, ImportOptions, read_traces_from_paths
-    from ..io._reader import iter_records
-    from ..rubrics import Case, CaseError, iter_cases
-
-    if source_format == "trace":
-        for record, case in iter_cases(iter_records(files), rubric):
-            yield [record], case, 1
-        return
-    try:
-        conversions = read_traces_from_paths(files, source_format, ImportOptions())
-    except ConversionError as exc:  # an unknown format, refused before reading
-        raise click.BadParameter(str(exc), param_hint="--from") from None
-    for conversion in conversions:
-        records = list(conversion.records)
-        if conversion.problems:
-            yield records, CaseError(conversion.problems), len(records)
-        elif not conversion.traces:
-            yield records, None, len(records)
-        last = len(conversion.traces) - 1
-        for position, trace in enumerate(conversion.traces):
-            first = dataclasses.replace(records[0], data=trace.to_dict())
-            counted = len(records) if position == last and not conversion.problems else 0
-            yield [first, *records[1:]], Case(trace=trace, case_id=trace.id), counted
+    raise click.exceptions.Exit(max(report.exit_code(), sink_code))
 
 
 def _tools(path: str | None) -> list[dict[str, Any]]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import click
 
+from ..runs import stderr_console
 from ._app import EpilogWhenShown, app
 from ._options import (
     PATHS_HELP,
@@ -17,14 +16,7 @@ from ._options import (
     quiet_option,
     rejects_option,
 )
-from ._run import (
-    Run,
-    check_paths,
-    open_writer,
-    read_conversions,
-    refuse_overwriting_inputs,
-    signals_held,
-)
+from ._run import check_format, check_paths, print_report, refuse_overwriting_inputs
 
 
 def _epilog() -> str:
@@ -63,28 +55,21 @@ def import_command(
 ) -> None:
     """Convert agent logs (OpenAI, Anthropic, OpenTelemetry, LangSmith, ATIF…) to ReasoningTraces."""
     from ..importers import ImportOptions
+    from ..runs import convert_files
 
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, rejects=rejects)
-    options = ImportOptions(task_domain=task_domain, success=success, confidence=confidence)
-    traces_out = 0
-    with ExitStack() as stack:
-        out = open_writer(stack, output)
-        run = Run(stack, label="importing", quiet=quiet, rejects=rejects, max_errors=max_errors)
-        with run:
-            for conversion in read_conversions(files, source_format, options, run):
-                with signals_held():
-                    for trace in conversion.traces:
-                        out.write_line(trace.to_json())
-                    traces_out += len(conversion.traces)
-                    if not conversion.problems:
-                        run.tally.processed += conversion.counted
-                run.step()
-    tally = run.tally
-    if not quiet or tally.interrupted:
-        tally.print_folded()
-        not_runs = f"; not runs: {tally.not_runs} (named above)" if tally.not_runs else ""
-        run.console.print(
-            f"{tally.accounting()}; traces written: {traces_out}{not_runs}", highlight=False
-        )
-    raise click.exceptions.Exit(tally.exit_code())
+    check_format(source_format)
+    console = stderr_console()
+    report = convert_files(
+        files,
+        source_format=source_format,
+        output=output or "-",
+        options=ImportOptions(task_domain=task_domain, success=success, confidence=confidence),
+        rejects=rejects,
+        max_errors=max_errors,
+        console=console,
+        progress=not quiet,
+    )
+    print_report(console, report, quiet)
+    raise click.exceptions.Exit(report.exit_code())

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
-    from ..rubrics import Rubric
+    pass
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -97,19 +97,3 @@ def judge_options(command: F) -> F:
     for option in reversed(options):
         wrapped = option(wrapped)
     return wrapped  # type: ignore[no-any-return]
-
-
-def judging(rubric: Rubric, items: Iterable[T]) -> Iterator[T]:
-    """``items`` with the rubric's judged questions asked ahead (see ``prefetching``).
-
-    Raises ``click.UsageError`` at once when the rubric has judged criteria and no judge model.
-    """
-    from ..rubrics import JudgeNotConfiguredError, judged_checks, prefetching
-
-    checks = judged_checks(rubric)
-    try:
-        models = {id(model): model for model in (check.judge_model() for check in checks)}
-    except JudgeNotConfiguredError as exc:
-        raise click.UsageError(str(exc)) from None
-    window = 2 * max((m.client.settings.concurrency for m in models.values()), default=1)
-    return prefetching(items, rubric, ahead=window)

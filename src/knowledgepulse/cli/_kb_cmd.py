@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
+from ..runs import Rejection, Run, open_writer, signals_held, stderr_console
 from ._app import app
 from ._options import quiet_option
-from ._run import (
-    Rejection,
-    Run,
-    check_paths,
-    open_writer,
-    signals_held,
-    stderr_console,
-)
+from ._run import check_paths
 
 if TYPE_CHECKING:
-    from ..kb import EmbeddingIdentity, Hit, KnowledgeBase
+    from ..io._input_record import InputRecord
+    from ..kb import EmbeddingIdentity, Hit, KnowledgeBase, StoredTrace
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXPORT_SCHEMA = "knowledgepulse.kb-entry/1"
@@ -242,15 +237,12 @@ def export_command(location: str, output: str | None, quiet: bool) -> None:
 @quiet_option
 def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
     """Add the traces of 'kp kb export' files to a base (ids already stored are skipped)."""
-    import numpy as np
-
-    from ..io._reader import iter_records
-    from ..kb import EmbeddingIdentity, StoredTrace
+    from ..runs import read_units
 
     files = check_paths(paths)
     added = 0
     with ExitStack() as stack:
-        run = Run(stack, label="importing", quiet=quiet)
+        run = Run(stack, label="importing", quiet=quiet, console=stderr_console())
         kb: KnowledgeBase | None = None
         batch: list[StoredTrace] = []
 
@@ -263,40 +255,8 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                 batch.clear()
 
         with run:
-            for record in iter_records(files):
-                run.tally.read()
-                data = record.data
-                if (
-                    record.error is not None
-                    or not isinstance(data, dict)
-                    or data.get("schema") != EXPORT_SCHEMA
-                ):
-                    problem = record.error or f"not a kp kb export line (schema {EXPORT_SCHEMA})"
-                    run.tally.reject(Rejection([record], [problem]))
-                    continue
-                try:
-                    identity = EmbeddingIdentity(
-                        str(data["model"]), int(data["dimensions"]), str(data["windowing"])
-                    )
-                    vector = np.frombuffer(base64.b64decode(data["vector"]), dtype="<f4")
-                    item = StoredTrace(
-                        id=str(data["id"]),
-                        trace=data["trace"],
-                        vector=vector,
-                        record=data.get("record"),
-                        added_at=str(data["added_at"]),
-                        source=data.get("source"),
-                        visibility=str(data.get("visibility") or "network"),
-                        owner=data.get("owner"),
-                        org=data.get("org"),
-                    )
-                except (KeyError, TypeError, ValueError) as exc:
-                    run.tally.reject(Rejection([record], [f"malformed export line: {exc}"]))
-                    continue
-                broken = _broken_score_record(item.record)
-                if broken:
-                    run.tally.reject(Rejection([record], broken))
-                    continue
+            for unit in read_units(_export_lines(files), run, hint=False):
+                item, identity = unit.item, unit.identity
                 if kb is None:
                     kb = _open(location, create=True, identity=identity)
                     stack.callback(kb.close)
@@ -304,7 +264,7 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                     message = (
                         f"vectors made with {identity.describe()}, not {kb.identity.describe()}"
                     )
-                    run.tally.reject(Rejection([record], [message]))
+                    run.tally.reject(Rejection(unit.records, [message]))
                     continue
                 batch.append(item)
                 if len(batch) >= 500:
@@ -316,6 +276,55 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
         tally.print_folded()
         run.console.print(f"{tally.accounting()}; traces added: {added}", highlight=False)
     raise click.exceptions.Exit(tally.exit_code())
+
+
+class _ExportLine(NamedTuple):
+    """One line of a ``kp kb export`` file: the stored trace it holds, or why it is refused."""
+
+    records: list[InputRecord]
+    problems: list[str]
+    item: Any = None
+    identity: Any = None
+    counted: int = 1
+
+
+def _export_lines(files: list[str]) -> Iterator[_ExportLine]:
+    """Each record of ``files`` read as an export line (see :func:`knowledgepulse.runs.read_units`)."""
+    import numpy as np
+
+    from ..io._reader import iter_records
+    from ..kb import EmbeddingIdentity, StoredTrace
+
+    for record in iter_records(files):
+        data = record.data
+        if record.error is not None or not isinstance(data, dict):
+            problem = record.error or f"not a kp kb export line (schema {EXPORT_SCHEMA})"
+            yield _ExportLine([record], [problem])
+            continue
+        if data.get("schema") != EXPORT_SCHEMA:
+            yield _ExportLine([record], [f"not a kp kb export line (schema {EXPORT_SCHEMA})"])
+            continue
+        try:
+            identity = EmbeddingIdentity(
+                str(data["model"]), int(data["dimensions"]), str(data["windowing"])
+            )
+            vector = np.frombuffer(base64.b64decode(data["vector"]), dtype="<f4")
+            item = StoredTrace(
+                id=str(data["id"]),
+                trace=data["trace"],
+                vector=vector,
+                record=data.get("record"),
+                added_at=str(data["added_at"]),
+                source=data.get("source"),
+                visibility=str(data.get("visibility") or "network"),
+                owner=data.get("owner"),
+                org=data.get("org"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            yield _ExportLine([record], [f"malformed export line: {exc}"])
+            continue
+        broken = _broken_score_record(item.record)
+        yield _ExportLine([record], broken, item, identity)
 
 
 def _broken_score_record(record: Any) -> list[str]:

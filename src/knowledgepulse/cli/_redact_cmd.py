@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from contextlib import ExitStack
-
 import click
 
+from ..runs import stderr_console
 from ._app import app
 from ._options import (
     PATHS_HELP,
@@ -17,14 +15,7 @@ from ._options import (
     quiet_option,
     rejects_option,
 )
-from ._run import (
-    Run,
-    check_paths,
-    open_writer,
-    read_conversions,
-    refuse_overwriting_inputs,
-    signals_held,
-)
+from ._run import check_format, check_paths, print_report, refuse_overwriting_inputs
 
 _LEVELS = ("federated", "aggregated", "private")
 
@@ -65,30 +56,21 @@ def redact_command(
     quiet: bool,
 ) -> None:
     """Replace secrets and personal data in traces by typed placeholders ([EMAIL], [API_KEY:openai]…)."""
-    from ..redaction import redact_trace
+    from ..runs import redact_files
 
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, rejects=rejects)
-    found: Counter[str] = Counter()
-    traces_out = 0
-    with ExitStack() as stack:
-        out = open_writer(stack, output)
-        run = Run(stack, label="redacting", quiet=quiet, rejects=rejects, max_errors=max_errors)
-        with run:
-            for conversion in read_conversions(files, source_format, None, run):
-                redacted = [redact_trace(trace, policy=policy) for trace in conversion.traces]
-                with signals_held():
-                    for trace, report in redacted:
-                        out.write_line(trace.to_json())
-                        found.update(report.counts)
-                    traces_out += len(redacted)
-                    if not conversion.problems:
-                        run.tally.processed += conversion.counted
-                run.step()
-    tally = run.tally
-    if not quiet or tally.interrupted:
-        tally.print_folded()
-        run.console.print(f"{tally.accounting()}; traces written: {traces_out}", highlight=False)
-        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(found.items()))
-        run.console.print(f"redacted: {kinds or 'nothing'}", highlight=False, markup=False)
-    raise click.exceptions.Exit(tally.exit_code())
+    check_format(source_format)
+    console = stderr_console()
+    report = redact_files(
+        files,
+        output=output or "-",
+        policy=policy,
+        source_format=source_format,
+        rejects=rejects,
+        max_errors=max_errors,
+        console=console,
+        progress=not quiet,
+    )
+    print_report(console, report, quiet)
+    raise click.exceptions.Exit(report.exit_code())

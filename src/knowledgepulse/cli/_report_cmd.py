@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import click
 
+from ..runs import EXIT_OK, EXIT_REJECTED, MAX_REJECTIONS_SHOWN, stderr_console
 from ._app import app
 from ._options import quiet_option
-from ._run import (
-    EXIT_OK,
-    EXIT_REJECTED,
-    MAX_REJECTIONS_SHOWN,
-    check_paths,
-    refuse_overwriting_inputs,
-    stderr_console,
-)
+from ._run import check_paths, refuse_overwriting_inputs
 
 
 @app.command(

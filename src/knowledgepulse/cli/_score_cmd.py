@@ -6,8 +6,6 @@ them and writes the run; the scoring is the library's (:mod:`knowledgepulse.scor
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 import click
 
 from ..distributed._cli import engine_options
@@ -30,11 +28,10 @@ from ._score_run import (
     EngineChoice,
     InputChoices,
     ScoreOutputs,
-    ScoreRun,
     ScoringChoices,
     SinkChoices,
-    open_engine,
     plan_score,
+    run_score,
 )
 
 
@@ -125,11 +122,4 @@ def score_command(
 ) -> None:
     """Score ReasoningTraces: one JSON line per trace with the score and its breakdown."""
     plan = plan_score(inputs, outputs, scoring, engine, sinks)
-    with ExitStack() as stack:
-        scorer, reader = open_engine(stack, plan, scoring, engine, outputs.quiet)
-        run = ScoreRun(stack, plan, outputs, scoring.threshold)
-        units = run.units(scorer, reader, inputs, engine)
-        with run.run:
-            run.write(units)
-        run.out.flush()
-    run.finish()
+    run_score(plan, inputs, outputs, scoring, engine)

@@ -9,36 +9,27 @@ tally, the summary and the sinks take each trace together, so a stop leaves them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import ExitStack, closing
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..runs import stderr_console
 from ._integrations import ResultSinks
 from ._options import profile_registry
-from ._run import (
-    Run,
-    check_paths,
-    open_writer,
-    read_conversions,
-    refuse_overwriting_inputs,
-    signals_held,
-    stderr_console,
-)
+from ._run import check_format, check_paths, print_report, refuse_overwriting_inputs
 from ._score_table import print_score_table, table_row
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
     from ..importers import ImportOptions
-    from ..io._writers import LineWriter
     from ..kb import KnowledgeBase
     from ..records import ScoreRecord
-    from ..reporting import ScoreSummary
     from ..scoring._profiles import ProfileRegistry
-    from ..scoring._run import ScoredTrace, ScoredUnit, ScoringEngine
+    from ..scoring._run import ScoringEngine
     from ..scoring._scorer import Remember
 
 
@@ -138,6 +129,7 @@ def plan_score(
         raise click.UsageError("--table prints on stdout: give -o FILE for the JSON lines")
     check_engine(engine.engine, engine.address, engine.workers, local_workers=True)
     files = check_paths(inputs.paths)
+    check_format(inputs.source_format)
     refuse_overwriting_inputs(
         files,
         output=outputs.output,
@@ -242,155 +234,49 @@ def _open_kb(
 # -- the run -----------------------------------------------------------------------------------
 
 
-class ScoreRun:
-    """The outputs of one ``kp score`` run and the loop that writes scored units into them."""
+def run_score(
+    plan: ScorePlan,
+    inputs: InputChoices,
+    outputs: ScoreOutputs,
+    scoring: ScoringChoices,
+    engine_choice: EngineChoice,
+) -> None:
+    """Score with the library's :func:`~knowledgepulse.runs.score_files`, then print the
+    table, the report and the sinks' verdict; exit with the run's status."""
+    from ..records import ScoreRecord
+    from ..runs import WorkersRefused, score_files
 
-    def __init__(
-        self, stack: ExitStack, plan: ScorePlan, outputs: ScoreOutputs, threshold: float | None
-    ) -> None:
-        from ..reporting import ScoreSummary
+    rows: list[tuple[str, ...]] = []
 
-        self.plan, self.outputs, self.threshold = plan, outputs, threshold
-        self.summary: ScoreSummary = ScoreSummary(threshold)
-        self.rows: list[tuple[str, ...]] = []
-        self.out: LineWriter = open_writer(stack, outputs.output)
-        self.accepted_out = open_writer(stack, outputs.accepted) if outputs.accepted else None
-        self.run = Run(
-            stack,
-            label="scoring",
-            quiet=outputs.quiet,
-            rejects=outputs.rejects,
-            max_errors=outputs.max_errors,
-            console=stderr_console(),
-        )
+    def add_row(line: str, record: ScoreRecord | None) -> None:
+        rows.append(table_row(record or ScoreRecord.model_validate_json(line)))
 
-    def units(
-        self,
-        engine: ScoringEngine,
-        reader: Callable[..., Any] | None,
-        inputs: InputChoices,
-        choice: EngineChoice,
-    ) -> Generator[ScoredUnit, None, None]:
-        """The scored units, in input order: from worker processes when the plan allows
-        (:func:`~knowledgepulse.scoring._parallel.plan_workers`), else from ``engine``."""
-        from ..scoring._parallel import plan_workers
-        from ..scoring._run import iter_scored_units
-
-        plan = plan_workers(
-            choice.workers,
-            self.plan.files,
-            engine=choice.engine,
-            embedding=self.plan.embedder is not None,
-            source_format=inputs.source_format,
-            sinks=self.plan.sinks.active,
-        )
-        if plan.refusal is not None:
-            raise click.UsageError(plan.refusal)
-        if plan.note is not None:
-            stderr_console().print(plan.note, markup=False, highlight=False)
-        files, options, run = self.plan.files, inputs.options(), self.run
-        if plan.workers:
-            from_workers = self._from_workers(plan.workers, options)
-            return read_conversions(files, "trace", options, run, from_workers)
-        conversions = read_conversions(files, inputs.source_format, options, run, reader)
-        return iter_scored_units(
-            engine,
-            conversions,
-            threshold=self.threshold,
-            accepted_lines=self.accepted_out is not None,
-        )
-
-    def _from_workers(
-        self, workers: int, options: ImportOptions
-    ) -> Callable[..., Iterator[ScoredUnit]]:
-        """A reader for :func:`read_conversions` that scores on ``workers`` processes."""
-        from ..io._reader import iter_records
-        from ..scoring._parallel import ScoringSettings, score_records_in_workers
-
-        profiles = self.plan.profiles
-        settings = ScoringSettings(
-            options=options,
-            profiles=tuple(profiles[name] for name in profiles),
-            threshold=self.threshold,
-            accepted_lines=self.accepted_out is not None,
-        )
-
-        def lost(why: str) -> None:
-            self.run.console.print(
-                f"a worker process ended ({why}): its records and the rest are scored in "
-                "this process",
-                markup=False,
-                highlight=False,
+    console = stderr_console()
+    with ExitStack() as stack:
+        engine, reader = open_engine(stack, plan, scoring, engine_choice, outputs.quiet)
+        try:
+            report = score_files(
+                plan.files,
+                engine,
+                source_format=inputs.source_format,
+                options=inputs.options(),
+                output=outputs.output or "-",
+                accepted=outputs.accepted,
+                rejects=outputs.rejects,
+                max_errors=outputs.max_errors,
+                workers=engine_choice.workers,
+                engine_name=engine_choice.engine,
+                reader=reader,
+                sink=plan.sinks,
+                on_line=add_row if outputs.table else None,
+                console=console,
+                progress=not outputs.quiet,
+                embedding=plan.embedder is not None,
             )
-
-        def reader(files: Sequence[str], _format: str, _options: Any) -> Iterator[ScoredUnit]:
-            records = iter_records(files, parse=False)
-            return score_records_in_workers(records, settings, workers, on_worker_lost=lost)
-
-        return reader
-
-    def write(self, units: Generator[ScoredUnit, None, None]) -> None:
-        """Write every unit: each trace's line, its accepted line, its count, its table row,
-        its summary entry and its sinks together (a stop leaves them agreeing)."""
-        tally = self.run.tally
-        with closing(units):  # stops the workers now, whatever ends the loop
-            for unit in units:
-                if not unit.traces:
-                    tally.processed += unit.counted
-                    continue
-                last = unit.traces[-1]
-                for scored in unit.traces:
-                    self._write(scored, unit, counted=scored is last and not unit.problems)
-
-    def _write(self, scored: ScoredTrace, unit: ScoredUnit, *, counted: bool) -> None:
-        from ..records import ScoreRecord
-
-        line, record = self._labelled(scored)
-        row = None
-        if self.outputs.table:
-            row = table_row(record or ScoreRecord.model_validate_json(line))
-        with signals_held():
-            self.out.write_line(line)
-            if scored.passed and self.accepted_out is not None:
-                assert scored.accepted is not None
-                self.accepted_out.write_line(scored.accepted)
-            if counted:
-                self.run.tally.processed += unit.counted
-            if row is not None:
-                self.rows.append(row)
-            self.summary.add(scored.value, scored.domain, scored.passed, novelty=scored.novelty)
-            if record is not None:  # the sinks take it once it is written
-                assert scored.trace is not None and scored.score is not None
-                self.plan.sinks.add_score(scored.trace, scored.score, record)
-        self.run.step()
-
-    def _labelled(self, scored: ScoredTrace) -> tuple[str, ScoreRecord | None]:
-        """The line as written, and its record when the sinks take it (with its group)."""
-        if not self.plan.sinks.active:
-            return scored.line, None
-        from ..io._writers import dumps
-        from ..records import ScoreRecord
-
-        assert scored.trace is not None
-        record = ScoreRecord.model_validate_json(scored.line)
-        record = self.plan.sinks.label(record, scored.trace.to_dict())
-        return dumps(record.to_dict()), record
-
-    def finish(self) -> None:
-        """The table, the accounting and summary, the sinks; then exit with the run's status."""
-        tally = self.run.tally
-        if self.outputs.table:
-            print_score_table(self.rows, self.threshold, self.outputs.output)
-        if not self.outputs.quiet or tally.interrupted:
-            tally.print_folded()
-            console = self.run.console
-            if tally.interrupted:
-                console.print("interrupted: the output holds every line written so far")
-            console.print(tally.accounting(), highlight=False)
-            if self.summary.count:
-                console.print(self.summary.render())
-            elapsed = tally.elapsed
-            rate = self.summary.count / elapsed if elapsed > 0 else 0.0
-            console.print(f"took {elapsed:.2f} s ({rate:,.0f} traces/s)", highlight=False)
-        sink_code = self.plan.sinks.finish(self.run.console, self.outputs.quiet)
-        raise click.exceptions.Exit(max(tally.exit_code(), sink_code))
+        except WorkersRefused as exc:
+            raise click.UsageError(str(exc)) from None
+    if outputs.table:
+        print_score_table(rows, scoring.threshold, outputs.output)
+    print_report(console, report, outputs.quiet)
+    sink_code = plan.sinks.finish(console, outputs.quiet)
+    raise click.exceptions.Exit(max(report.exit_code(), sink_code))

@@ -57,7 +57,7 @@ def print_score_table(
     """Print the table on stdout, fitted to the terminal (see the module's docstring)."""
     from rich.table import Table
 
-    from ._run import console_class
+    from ..runs import console_class
 
     title = "value scores" + (
         f" (✓ = passed threshold {threshold:g})" if threshold is not None else ""

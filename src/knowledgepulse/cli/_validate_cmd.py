@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from typing import Any
 
 import click
 
+from ..runs import stderr_console
 from ._app import app
 from ._options import PATHS_HELP, from_option, max_errors_option, paths_argument, quiet_option
-from ._run import Run, check_paths, read_conversions, stderr_console
+from ._run import check_format, check_paths
 
 
 class _StdoutLines:
@@ -37,21 +37,23 @@ def validate_command(
     paths: tuple[str, ...], source_format: str, max_errors: int | None, quiet: bool
 ) -> None:
     """Check records against the schema; list each problem as file:line: field.path: problem."""
+    from ..runs import validate_files
+
     files = check_paths(paths)
+    check_format(source_format)
     console = stderr_console()
-    with ExitStack() as stack:
-        run = Run(stack, label="validating", quiet=quiet, max_errors=max_errors, console=console)
-        run.tally.console = _StdoutLines()  # problems on stdout; hints and progress on stderr
-        run.tally.show_all = True
-        with run:
-            for conversion in read_conversions(files, source_format, None, run):
-                run.tally.processed += conversion.counted
-                run.step()
-    tally = run.tally
-    tally.print_folded()
-    if not quiet or tally.interrupted:
-        console.print(
-            f"{tally.accounting()}: {tally.processed} valid, {tally.rejected} invalid",
-            highlight=False,
-        )
-    raise click.exceptions.Exit(tally.exit_code())
+    problems = _StdoutLines()  # problems on stdout; hints and progress on stderr
+    report = validate_files(
+        files,
+        source_format=source_format,
+        max_errors=max_errors,
+        console=console,
+        problems_to=problems,
+        progress=not quiet,
+    )
+    for note in report.notes:
+        problems.print(note)
+    if not quiet or report.interrupted:
+        for part in report.closing():
+            console.print(part, highlight=False)
+    raise click.exceptions.Exit(report.exit_code())

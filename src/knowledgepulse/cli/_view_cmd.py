@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .._errors import MissingDependencyError
+from ..runs import EXIT_OK, MAX_REJECTIONS_SHOWN, stderr_console
 from ._app import app
 from ._options import (
     API_KEY_VARIABLE,
@@ -23,7 +24,7 @@ from ._options import (
     port_option,
     read_api_key,
 )
-from ._run import EXIT_OK, MAX_REJECTIONS_SHOWN, check_paths, stderr_console
+from ._run import check_paths
 
 if TYPE_CHECKING:
     from ..viewer import ViewerData
