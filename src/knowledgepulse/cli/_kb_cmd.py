@@ -23,6 +23,7 @@ from ._run import (
 
 if TYPE_CHECKING:
     from ..kb import EmbeddingIdentity, Hit, KnowledgeBase
+    from ..records import ScoreRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXPORT_SCHEMA = "knowledgepulse.kb-entry/1"
@@ -169,7 +170,7 @@ def show_command(trace_id: str, location: str) -> None:
                     "id": stored.id,
                     "added_at": stored.added_at,
                     "source": stored.source,
-                    "record": stored.record,
+                    "record": None if stored.record is None else stored.record.to_dict(),
                     "trace": stored.trace,
                 },
                 indent=2,
@@ -224,7 +225,7 @@ def export_command(location: str, output: str | None, quiet: bool) -> None:
                     "visibility": stored.visibility,
                     "owner": stored.owner,
                     "org": stored.org,
-                    "record": stored.record,
+                    "record": None if stored.record is None else stored.record.to_dict(),
                     "trace": stored.trace,
                 }
             )
@@ -274,6 +275,7 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                     problem = record.error or f"not a kp kb export line (schema {EXPORT_SCHEMA})"
                     run.tally.reject(Rejection([record], [problem]))
                     continue
+                score_record, broken = _score_record(data.get("record"))
                 try:
                     identity = EmbeddingIdentity(
                         str(data["model"]), int(data["dimensions"]), str(data["windowing"])
@@ -283,7 +285,7 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                         id=str(data["id"]),
                         trace=data["trace"],
                         vector=vector,
-                        record=data.get("record"),
+                        record=score_record,
                         added_at=str(data["added_at"]),
                         source=data.get("source"),
                         visibility=str(data.get("visibility") or "network"),
@@ -293,7 +295,6 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
                 except (KeyError, TypeError, ValueError) as exc:
                     run.tally.reject(Rejection([record], [f"malformed export line: {exc}"]))
                     continue
-                broken = _broken_score_record(item.record)
                 if broken:
                     run.tally.reject(Rejection([record], broken))
                     continue
@@ -318,25 +319,24 @@ def import_command(paths: tuple[str, ...], location: str, quiet: bool) -> None:
     raise click.exceptions.Exit(tally.exit_code())
 
 
-def _broken_score_record(record: Any) -> list[str]:
-    """What is wrong with an export line's score record, one ``record.field: why`` each (none
-    when it is absent or reads back as a score): read as ``ValueScore.from_record`` reads it
-    when the base answers for the trace, so a broken one is refused here, not there."""
+def _score_record(data: Any) -> tuple[ScoreRecord | None, list[str]]:
+    """An export line's score record (None when absent), and what is wrong with it, one
+    ``record.field: why`` each: a broken one is refused here, not when the base answers for
+    the trace."""
     from pydantic import ValidationError
 
     from .._schema import format_path
-    from ..scoring import ValueScore
+    from ..records import ScoreRecord
 
-    if record is None:
-        return []
+    if data is None:
+        return None, []
     try:
-        ValueScore.from_record(record)
+        return ScoreRecord.model_validate(data), []
     except ValidationError as exc:
-        return [
+        return None, [
             f"record.{format_path(e['loc'])}: {e['msg']}" if e["loc"] else f"record: {e['msg']}"
             for e in exc.errors(include_url=False)
         ]
-    return []
 
 
 def _embedder_for_search(kb: Any = None) -> Any:

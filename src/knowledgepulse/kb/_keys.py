@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
-from ._base import Hit, KnowledgeBaseError, utc_now
+from ..records import ScoreRecord
+from ._base import Hit, KnowledgeBaseError, read_score_record, utc_now
 
 if TYPE_CHECKING:
     from ._dialect import Dialect
@@ -117,7 +118,7 @@ class ListedTrace:
     """One row of a listing: the score record and what the viewer's table shows besides it."""
 
     id: str
-    record: dict[str, Any] | None
+    record: ScoreRecord | None
     added_at: str
     objective: str | None
 
@@ -226,6 +227,7 @@ class AccessMixin:
     """
 
     dialect: ClassVar[Dialect]
+    location: str
     _keys_ready = False
 
     # -- hooks -------------------------------------------------------------------------------
@@ -391,7 +393,11 @@ class AccessMixin:
         items = [
             ListedTrace(
                 id=str(trace_id),
-                record=None if record is None else self.dialect.json_in(record),
+                record=read_score_record(
+                    None if record is None else self.dialect.json_in(record),
+                    self.location,
+                    str(trace_id),
+                ),
                 added_at=self.dialect.time_in(added_at),
                 objective=None if objective is None else str(objective),
             )
