@@ -20,7 +20,7 @@ import hmac
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, get_args
 
 from ..records import ScoreRecord
 from ._base import Hit, KnowledgeBaseError, read_score_record, utc_now
@@ -49,7 +49,7 @@ __all__ = [
 
 Scope = Literal["read", "contribute", "admin"]
 #: The scopes, weakest first: each allows what the ones before it allow.
-SCOPES: Final[tuple[str, ...]] = ("read", "contribute", "admin")
+SCOPES: Final[tuple[str, ...]] = get_args(Scope)
 KEY_PREFIX: Final = "kp_"
 #: How ``GET /v1/traces`` may be sorted (a leading ``-``: descending).
 SORTS: Final[tuple[str, ...]] = ("value", "-value", "added_at", "-added_at")
