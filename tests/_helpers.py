@@ -157,3 +157,25 @@ def synthetic(n: int, seed: int = 0) -> list[dict[str, Any]]:
             )
         )
     return traces
+
+
+def score_record(trace_id: str, score: float, **fields: Any) -> Any:
+    """A valid :class:`~knowledgepulse.records.ScoreRecord` of ``score`` for ``trace_id``,
+    as a knowledge base stores one (the other fields fixed, or given)."""
+    from knowledgepulse.records import ScoreRecord
+
+    data: dict[str, Any] = {
+        "id": trace_id,
+        "score": score,
+        "complexity": 0.5,
+        "novelty": 0.5,
+        "tool_diversity": 0.5,
+        "outcome": 1.0,
+        "profile": "default",
+        "weights": {"complexity": 0.25, "novelty": 0.25, "tool_diversity": 0.25, "outcome": 0.25},
+        "novelty_source": "no_embedder",
+        "domain": "general",
+        "success": True,
+        **fields,
+    }
+    return ScoreRecord.model_validate(data)

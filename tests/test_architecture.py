@@ -22,8 +22,9 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 LAYERS: list[set[str]] = [
     {"_errors", "_lazy", "_schema", "io"},  # contracts
     {"embedding", "copies", "tasks"},
-    {"memory", "kb"},
+    {"memory"},
     {
+        "kb",
         "scoring",
         "importers",
         "rubrics",

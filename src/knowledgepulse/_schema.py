@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -42,6 +42,7 @@ __all__ = [
     "TraceMetadata",
     "TraceValidationError",
     "ValidationProblem",
+    "Visibility",
     "parse_trace",
 ]
 
@@ -49,9 +50,10 @@ CONTEXT_URLS: tuple[str, ...] = (
     "https://openknowledgepulse.org/schema/v1",
     "https://knowledgepulse.dev/schema/v1",
 )
-STEP_TYPES: tuple[str, ...] = ("thought", "tool_call", "observation", "error_recovery")
-
 StepType = Literal["thought", "tool_call", "observation", "error_recovery"]
+STEP_TYPES: tuple[str, ...] = get_args(StepType)
+#: Who may see a trace (``metadata.visibility``).
+Visibility = Literal["private", "org", "network"]
 NonEmptyStr = Annotated[str, StringConstraints(strict=True, min_length=1, pattern=r"\S")]
 # strict: a number, never a string or a boolean ("0.95" and true are errors, not guesses).
 UnitFloat = Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)]
@@ -147,7 +149,7 @@ class TraceMetadata(_Model):
     success: StrictBool
     # Optional on input: the scorer fills it in (``kp score --accepted``).
     quality_score: UnitFloat | None = None
-    visibility: Literal["private", "org", "network"]
+    visibility: Visibility
     privacy_level: Literal["aggregated", "federated", "private"]
     validated_by: list[str] | None = None
 

@@ -31,6 +31,7 @@ __all__ = [
     "Health",
     "KeyInfo",
     "NearestRef",
+    "Preference",
     "Problem",
     "ScoreResponse",
     "SearchHit",
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 ContributionStatus = Literal["accepted", "already_stored", "rejected", "conflict"]
+#: How recall orders what it finds: ``relevant`` by the query alone, ``successful``
+#: successful, high-value attempts first.
+Preference = Literal["relevant", "successful"]
 
 _ADDED_AT = "When the trace was stored; null in kp view (files hold no time of adding)."
 _VIEW = "kp view only (kp serve leaves it out): "
@@ -166,7 +170,7 @@ class SearchRequest(_Answer):
         default=None, description="A ReasoningTrace: search by its task text."
     )
     k: int = Field(default=10, ge=1, le=1000)
-    prefer: Literal["relevant", "successful"] = Field(
+    prefer: Preference = Field(
         default="relevant",
         description="relevant: by the query alone; successful: successful, high-value "
         "attempts first among the traces found.",

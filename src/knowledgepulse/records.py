@@ -263,35 +263,27 @@ class ScoreRecord(_Line, BaseModel):
     ) -> dict[str, Any]:
         """``of(...).to_dict()``, built directly: what ``kp score`` writes for every trace.
 
-        Both are built from one table (:data:`_SCORE_FIELDS`, in the model's field order).
-        The values are already valid (a score is in [0, 1]), so the line is not validated
-        again here; :meth:`of` validates it.
+        Both are built from the model's own fields, in its order (:data:`_LINE`). The values
+        are already valid (a score is in [0, 1]), so the line is not validated again here;
+        :meth:`of` validates it.
         """
-        data: dict[str, Any] = {"schema": SCORE_SCHEMA}
-        for name, get in _SCORE_FIELDS:
-            data[name] = get(score, trace)
+        placed: dict[str, Any] = {"source": source, "line": line, "index": index}
         if threshold is not None:
-            data["threshold"] = float(threshold)
-            data["passed"] = score.value >= threshold
-        if score.stored is not None:
-            data["stored"] = score.stored
-        data["source"] = source
-        data["line"] = line
-        if index is not None:
-            data["index"] = index
-        if score.copy_of is not None:
-            copy_of = score.copy_of
-            data["copy_of"] = {
-                "id": copy_of.id,
-                "similarity": float(copy_of.similarity),
-                "relation": copy_of.relation,
-            }
-        if score.novelty_by is not None:
-            data["novelty_by"] = score.novelty_by
-        if score.nearest_relation is not None:
-            data["nearest_relation"] = score.nearest_relation
-        if score.nearest_similarity is not None:
-            data["nearest_similarity"] = float(score.nearest_similarity)
+            placed["threshold"] = float(threshold)
+            placed["passed"] = score.value >= threshold
+        data: dict[str, Any] = {}
+        for name, key, how, read, omit_when_none in _LINE:
+            if how == _ATTRIBUTE:
+                value = getattr(score, name)
+            elif how == _FLOAT:
+                value = getattr(score, name)
+                value = None if value is None else float(value)
+            elif how == _PLACED:
+                value = placed.get(name)
+            else:
+                value = read(score, trace)  # type: ignore[misc]
+            if value is not None or not omit_when_none:
+                data[key] = value
         return data
 
 
@@ -303,27 +295,60 @@ def _weights_data(weights: tuple[float, float, float, float]) -> dict[str, float
     return dict(zip(_WEIGHT_NAMES, map(float, weights)))
 
 
-_WEIGHT_NAMES: Final = ("complexity", "novelty", "tool_diversity", "outcome")
+#: The dimensions in the order a profile's weights tuple holds them: the model's.
+_WEIGHT_NAMES: Final = tuple(Weights.model_fields)
 
-#: The score line's fields from a score and its trace, in the model's order: the one mapping
-#: both :meth:`ScoreRecord.of` and :meth:`ScoreRecord.data_of` use, and whose inverse
-#: :meth:`ValueScore.from_record <knowledgepulse.ValueScore.from_record>` reads. ``schema``
-#: comes first, the optional threshold, decision and place after these.
-_SCORE_FIELDS: Final[tuple[tuple[str, Callable[[RecordedScore, ReasoningTrace], Any]], ...]] = (
-    ("id", lambda score, trace: trace.id),
-    ("score", lambda score, trace: float(score.value)),
-    ("complexity", lambda score, trace: float(score.complexity)),
-    ("novelty", lambda score, trace: float(score.novelty)),
-    ("tool_diversity", lambda score, trace: float(score.tool_diversity)),
-    ("outcome", lambda score, trace: float(score.outcome)),
-    ("profile", lambda score, trace: score.profile),
-    ("weights", lambda score, trace: _weights_data(score.weights)),
-    ("rules", lambda score, trace: list(score.rules)),
-    ("novelty_source", lambda score, trace: score.novelty_source),
-    ("nearest", lambda score, trace: _nearest_data(score.nearest)),
-    ("explanation", lambda score, trace: score.explanation),
-    ("domain", lambda score, trace: trace.metadata.task_domain),
-    ("success", lambda score, trace: trace.metadata.success),
+
+def _copy_data(copy_of: CopyMatch | None) -> dict[str, Any] | None:
+    if copy_of is None:
+        return None
+    return {"id": copy_of.id, "similarity": float(copy_of.similarity), "relation": copy_of.relation}
+
+
+#: How a field is read: from the score, its trace, or the place ``data_of`` was given.
+_Read = Callable[[RecordedScore, ReasoningTrace], Any]
+
+#: The fields of a score line a score's attribute of the same name does not give as it is
+#: written; every other field is that attribute (a float field as a float), or the place
+#: given to ``data_of`` (:data:`_PLACE`). ``group`` is added by the run.
+_READ: Final[dict[str, _Read]] = {
+    "schema_": lambda score, trace: SCORE_SCHEMA,
+    "id": lambda score, trace: trace.id,
+    "score": lambda score, trace: float(score.value),
+    "weights": lambda score, trace: _weights_data(score.weights),
+    "rules": lambda score, trace: list(score.rules),
+    "nearest": lambda score, trace: _nearest_data(score.nearest),
+    "copy_of": lambda score, trace: _copy_data(score.copy_of),
+    "domain": lambda score, trace: trace.metadata.task_domain,
+    "success": lambda score, trace: trace.metadata.success,
+    "group": lambda score, trace: None,
+}
+_PLACE: Final = ("threshold", "passed", "source", "line", "index")
+# How data_of reads a field (a branch, not a call: the line is built for every trace).
+_PLACED, _ATTRIBUTE, _FLOAT, _OTHER = range(4)
+
+
+def _how(name: str, annotation: Any) -> int:
+    if name in _READ:
+        return _OTHER
+    if name in _PLACE:
+        return _PLACED
+    return _FLOAT if annotation in (float, float | None) else _ATTRIBUTE
+
+
+#: A score line's fields from a score and its trace, read off the model once: in its field
+#: order, each field's name and key on disk, how it is read, and whether it is left out when
+#: None. :meth:`ScoreRecord.data_of` builds the line from it; :meth:`ValueScore.from_record
+#: <knowledgepulse.ValueScore.from_record>` reads the line back.
+_LINE: Final[tuple[tuple[str, str, int, _Read | None, bool], ...]] = tuple(
+    (
+        name,
+        field.alias or name,
+        _how(name, field.annotation),
+        _READ.get(name),
+        name in ScoreRecord.OMIT_WHEN_NONE,
+    )
+    for name, field in ScoreRecord.model_fields.items()
 )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import knowledgepulse as kp
-from _helpers import HashingEmbedder, make_trace
+from _helpers import HashingEmbedder, make_trace, score_record
 from knowledgepulse.kb import ApiKey, EmbeddingIdentity, StoredTrace, Viewer, open_knowledge_base
 from knowledgepulse.kb._sql import SQLKnowledgeBase
 
@@ -25,7 +25,7 @@ def stored(
         id=trace_id,
         trace=trace,
         vector=vector,
-        record={"id": trace_id, "score": score},
+        record=score_record(trace_id, score),
         visibility=visibility,
         owner=owner,
         org=org,
@@ -119,7 +119,7 @@ def test_listing_stats_and_search_show_only_what_the_viewer_may_see(kb_location:
             4,
         )
         assert page[0].objective == "Review PR #42 for security issues"
-        assert page[0].record == {"id": "kp:trace:org-acme", "score": 0.17}
+        assert page[0].record == score_record("kp:trace:org-acme", 0.17)
 
         assert kb.visible_stats(carol)["traces"] == 1
         assert kb.visible_stats(alice)["by_domain"] == {"code-review": 2, "finance": 1}

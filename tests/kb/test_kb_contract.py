@@ -5,20 +5,27 @@ The backend comes from the ``kb_location`` fixture in ``conftest.py``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 import knowledgepulse as kp
-from _helpers import HashingEmbedder, approx_float, make_trace
+from _helpers import HashingEmbedder, approx_float, make_trace, score_record
 from knowledgepulse.kb import (
     EmbeddingIdentity,
     KnowledgeBase,
     KnowledgeBaseError,
     KnowledgeBaseMismatchError,
+    StoredBatch,
     StoredTrace,
+    Viewer,
     open_knowledge_base,
 )
+from knowledgepulse.kb._sql import SQLKnowledgeBase
+from knowledgepulse.records import ScoreRecord
 
 IDENTITY = EmbeddingIdentity(model="hashing", dimensions=384, windowing="whole")
 
@@ -107,6 +114,98 @@ def test_admit_decides_what_is_stored(kb_location: str) -> None:
         assert stored is not None and stored.trace == {"i": 2}
 
 
+def test_the_base_answers_which_rows_this_call_stored(kb_location: str) -> None:
+    """An admitted row whose id the base holds, or an earlier row of the batch took, is
+    skipped, and the answer says so: the caller need not read the row back to know."""
+
+    def admit(i: int, nearest: kp.Nearest | None) -> object:
+        return StoredTrace(id=["held", "new", "new"][i], trace={"i": i}, vector=unit(20 + i))
+
+    with open_knowledge_base(kb_location, IDENTITY) as kb:
+        kb.add_many([StoredTrace(id="held", trace={"i": -1}, vector=unit(19))])
+        answer = kb.nearest_then_store_many(
+            np.stack([unit(20), unit(21), unit(22)]), ["held", "new", "new"], admit
+        )
+        assert answer.stored == frozenset({1})
+        assert [n is not None for n in answer.nearest] == [True, True, True]
+        assert len(kb) == 2
+        held, new = kb.get("held"), kb.get("new")
+        assert held is not None and held.trace == {"i": -1}
+        assert new is not None and new.trace == {"i": 1}
+
+
+class _StoredMeanwhile:
+    """The base, with another writer storing ``trace_id`` (under a score of 0.42) just before
+    this scorer's turn to store: what a concurrent ``kp score --kb`` or request does."""
+
+    def __init__(self, kb: KnowledgeBase, trace_id: str) -> None:
+        self.kb = kb
+        self.trace_id = trace_id
+        self.dimensions = kb.dimensions
+
+    def nearest_then_add_many(
+        self, vectors: Any, ids: Sequence[str | None], admit: Any = None
+    ) -> list[kp.Nearest | None]:
+        raise AssertionError("a scorer over a knowledge base asks which rows it stored")
+
+    def nearest_then_store_many(
+        self, vectors: Any, ids: Sequence[str | None], admit: Any = None
+    ) -> StoredBatch:
+        other = StoredTrace(
+            id=self.trace_id, trace={}, vector=unit(99), record=score_record(self.trace_id, 0.42)
+        )
+        assert self.kb.add_many([other]) == 1
+        return self.kb.nearest_then_store_many(vectors, ids, admit)
+
+    def stored_records(self, ids: Iterable[str]) -> dict[str, ScoreRecord | None]:
+        return self.kb.stored_records(ids)
+
+    def clear(self) -> None:
+        self.kb.clear()
+
+
+def test_a_row_another_writer_stored_first_is_answered_from_the_base(kb_location: str) -> None:
+    with open_knowledge_base(kb_location, IDENTITY) as kb:
+        memory = _StoredMeanwhile(kb, "kp:trace:1")
+        scores = kp.Scorer(embedder=HashingEmbedder(), memory=memory).score_many(traces(2))
+        assert [s.stored for s in scores] == ["added", "already_stored"]
+        assert scores[1].value == 0.42  # the stored score, not this run's
+        assert scores[0].value != 0.42
+        assert len(kb) == 2
+
+
+def test_a_record_that_does_not_read_is_read_as_none_and_logged(
+    kb_location: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An old or hand-edited row: every read answers without its score (the log names the row
+    and the field) and its bytes stay as they are."""
+    with open_knowledge_base(kb_location, IDENTITY) as kb:
+        kp.Scorer(embedder=HashingEmbedder(), memory=kb).score_many(traces(1))
+        base = cast(SQLKnowledgeBase, kb)
+        mark, json_out = base.dialect.mark, base.dialect.json_out
+        edit = f"UPDATE traces SET record = {mark} WHERE id = {mark}"
+        base._write_rows([(edit, [json_out(HAND_EDITED), "kp:trace:0"])])
+        caplog.clear()
+        stored = kb.get("kp:trace:0")
+        assert stored is not None and stored.record is None and stored.value is None
+        assert kb.stored_records(["kp:trace:0"]) == {"kp:trace:0": None}
+        assert [row.record for row in kb.list_traces(ALL)[0]] == [None]
+        said = {r.getMessage() for r in caplog.records}
+        assert said == {
+            f"{kb.location}: kp:trace:0: its score record does not read (score: Input should "
+            "be less than or equal to 1); read as none"
+        }
+        raw = base._select("SELECT record FROM traces")[0][0]
+        assert base.dialect.json_in(raw) == HAND_EDITED
+        # Scoring it again answers without reading it: the row is held, so it is not stored.
+        again = kp.Scorer(embedder=HashingEmbedder(), memory=kb).score_many(traces(1))
+        assert again[0].stored == "not_added" and len(kb) == 1
+
+
+ALL = Viewer("admin", None, sees_all=True)
+HAND_EDITED = {**score_record("kp:trace:0", 0.5).to_dict(), "score": 2}
+
+
 def test_scoring_twice_adds_nothing_and_new_ids_find_their_originals(kb_location: str) -> None:
     embedder = HashingEmbedder()
     batch = traces(12)
@@ -149,7 +248,7 @@ def test_reading_a_base(kb_location: str) -> None:
         kp.Scorer(embedder=HashingEmbedder(), memory=kb).score_many(traces(5))
         stored = kb.get("kp:trace:3")
         assert stored is not None and stored.trace["id"] == "kp:trace:3"
-        assert stored.record is not None and stored.record["schema"] == "knowledgepulse.score/1"
+        assert stored.record is not None and stored.record.id == "kp:trace:3"
         assert stored.vector.shape == (384,)
         hits = kb.search(stored.vector, 3)
         assert hits[0] == kp.kb.Hit("kp:trace:3", approx_float(1.0, abs=1e-5))
@@ -208,7 +307,7 @@ def test_reads_page_through_a_base_larger_than_a_page(kb_location: str) -> None:
             id=f"p{i:05d}",
             trace={"n": i},
             vector=unit(i, 8),
-            record=None if i % 3 else {"score": i / n},
+            record=None if i % 3 else score_record(f"p{i:05d}", i / n),
             added_at=f"2026-01-01T00:00:{i % 60:02d}.{i % 1000:03d}Z",
         )
         for i in range(n)

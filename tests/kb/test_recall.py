@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import knowledgepulse
-from _helpers import HashingEmbedder, make_trace
+from _helpers import HashingEmbedder, make_trace, score_record
 from _injection import ATTACK, check_fenced, injected_trace
 from knowledgepulse import Scorer, parse_trace
 from knowledgepulse.embedding import check_embedder
@@ -229,7 +229,8 @@ def _stored(
 ) -> StoredTrace:
     trace = _trace(trace_id, objective, success=success).to_dict()
     vector = HashingEmbedder().embed([objective])[0]
-    return StoredTrace(id=trace_id, trace=trace, vector=vector, record={"score": value})
+    record = None if value is None else score_record(trace_id, value)  # None: stored unscored
+    return StoredTrace(id=trace_id, trace=trace, vector=vector, record=record)
 
 
 AIRLINE = [

@@ -84,6 +84,42 @@ def test_concurrent_posts_of_one_id_accept_it_once(serve: Serve) -> None:
         assert len(service.kb) == 1
 
 
+def test_a_stored_record_that_does_not_read_is_answered_without_its_score(serve: Serve) -> None:
+    """A row whose score record was written by an older version or edited by hand: the
+    listing, the detail and a second contribution answer for the trace without a score
+    (never a 500), and the row's bytes are left as they are."""
+    with serve() as service:
+        client = service.client("alice")
+        assert client.post("/v1/traces", json=trace("kp:trace:old")).status_code == 201
+        edited = json.dumps({"id": "kp:trace:old", "score": 2})  # no such score; fields missing
+        service.kb._write_rows([("UPDATE traces SET record = ?", [edited])])
+        listed = client.get("/v1/traces")
+        assert listed.status_code == 200
+        item = listed.json()["items"][0]
+        assert (item["id"], item["value"], item["domain"], item["nearest"]) == (
+            "kp:trace:old",
+            None,
+            None,
+            None,
+        )
+        detail = client.get("/v1/traces/kp:trace:old")
+        assert detail.status_code == 200 and detail.json()["record"] is None
+        again = client.post("/v1/traces", json=trace("kp:trace:old"))
+        assert again.status_code == 200
+        assert again.json() == {
+            "id": "kp:trace:old",
+            "status": "already_stored",
+            "accepted": True,
+            "value": None,
+            "threshold": 0.5,
+            "explanation": "this id was stored before, without a score record the service can read",
+            "nearest": None,
+            "record": None,
+            "added_at": None,
+        }
+        assert service.kb._select("SELECT record FROM traces") == [(edited,)]
+
+
 def test_a_near_duplicate_is_rejected_with_the_reason_and_the_nearest_trace(serve: Serve) -> None:
     with serve() as service:
         client = service.client("alice")

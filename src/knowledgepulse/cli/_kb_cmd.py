@@ -18,6 +18,7 @@ from ._run import check_paths
 if TYPE_CHECKING:
     from ..io._input_record import InputRecord
     from ..kb import EmbeddingIdentity, Hit, KnowledgeBase, StoredTrace
+    from ..records import ScoreRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXPORT_SCHEMA = "knowledgepulse.kb-entry/1"
@@ -164,7 +165,7 @@ def show_command(trace_id: str, location: str) -> None:
                     "id": stored.id,
                     "added_at": stored.added_at,
                     "source": stored.source,
-                    "record": stored.record,
+                    "record": None if stored.record is None else stored.record.to_dict(),
                     "trace": stored.trace,
                 },
                 indent=2,
@@ -219,7 +220,7 @@ def export_command(location: str, output: str | None, quiet: bool) -> None:
                     "visibility": stored.visibility,
                     "owner": stored.owner,
                     "org": stored.org,
-                    "record": stored.record,
+                    "record": None if stored.record is None else stored.record.to_dict(),
                     "trace": stored.trace,
                 }
             )
@@ -304,6 +305,7 @@ def _export_lines(files: list[str]) -> Iterator[_ExportLine]:
         if data.get("schema") != EXPORT_SCHEMA:
             yield _ExportLine([record], [f"not a kp kb export line (schema {EXPORT_SCHEMA})"])
             continue
+        score_record, broken = _score_record(data.get("record"))
         try:
             identity = EmbeddingIdentity(
                 str(data["model"]), int(data["dimensions"]), str(data["windowing"])
@@ -313,7 +315,7 @@ def _export_lines(files: list[str]) -> Iterator[_ExportLine]:
                 id=str(data["id"]),
                 trace=data["trace"],
                 vector=vector,
-                record=data.get("record"),
+                record=score_record,
                 added_at=str(data["added_at"]),
                 source=data.get("source"),
                 visibility=str(data.get("visibility") or "network"),
@@ -323,29 +325,27 @@ def _export_lines(files: list[str]) -> Iterator[_ExportLine]:
         except (KeyError, TypeError, ValueError) as exc:
             yield _ExportLine([record], [f"malformed export line: {exc}"])
             continue
-        broken = _broken_score_record(item.record)
         yield _ExportLine([record], broken, item, identity)
 
 
-def _broken_score_record(record: Any) -> list[str]:
-    """What is wrong with an export line's score record, one ``record.field: why`` each (none
-    when it is absent or reads back as a score): read as ``ValueScore.from_record`` reads it
-    when the base answers for the trace, so a broken one is refused here, not there."""
+def _score_record(data: Any) -> tuple[ScoreRecord | None, list[str]]:
+    """An export line's score record (None when absent), and what is wrong with it, one
+    ``record.field: why`` each: a broken one is refused here, not when the base answers for
+    the trace."""
     from pydantic import ValidationError
 
     from .._schema import format_path
-    from ..scoring import ValueScore
+    from ..records import ScoreRecord
 
-    if record is None:
-        return []
+    if data is None:
+        return None, []
     try:
-        ValueScore.from_record(record)
+        return ScoreRecord.model_validate(data), []
     except ValidationError as exc:
-        return [
+        return None, [
             f"record.{format_path(e['loc'])}: {e['msg']}" if e["loc"] else f"record: {e['msg']}"
             for e in exc.errors(include_url=False)
         ]
-    return []
 
 
 def _embedder_for_search(kb: Any = None) -> Any:

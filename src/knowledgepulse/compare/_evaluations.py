@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._render import fit, wrap_prose
-from ._trace_comparison import DIFF_SCHEMA, ComparisonError
+from ._trace_comparison import DIFF_SCHEMA, ComparisonError, DiffSchema
 
 if TYPE_CHECKING:
     from ..records import EvalRecord, ScoreRecord
@@ -29,6 +29,12 @@ __all__ = [
     "paired_t_interval",
     "results_kind",
 ]
+
+#: What a results file holds: kp eval lines or kp score lines.
+RecordKind = Literal["eval", "score"]
+#: How two runs' results are paired: by trace id, or by task (the k-th attempt at a task with
+#: the k-th).
+PairBy = Literal["id", "task"]
 
 #: Student's t quantile at 0.975 for 1..30 degrees of freedom (6 decimals); beyond, the
 #: Cornish-Fisher expansion below, within 3e-8 of the exact quantile from 31 on.
@@ -138,10 +144,10 @@ class EvaluationComparison(_Frozen):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    schema_: Literal["knowledgepulse.diff/1"] = Field(default=DIFF_SCHEMA, alias="schema")
+    schema_: DiffSchema = Field(default=DIFF_SCHEMA, alias="schema")
     kind: Literal["evaluations"] = "evaluations"
-    record_kind: Literal["eval", "score"]
-    by: Literal["id", "task"]
+    record_kind: RecordKind
+    by: PairBy
     a: ResultsSide
     b: ResultsSide
     rubric: str | None
@@ -170,11 +176,11 @@ class ResultsFile:
     """The result lines of one file, all of one kind (``eval`` or ``score``)."""
 
     name: str
-    kind: Literal["eval", "score"]
+    kind: RecordKind
     records: list[EvalRecord] | list[ScoreRecord]
 
 
-def results_kind(path: str) -> Literal["eval", "score"] | None:
+def results_kind(path: str) -> RecordKind | None:
     """``eval`` or ``score`` when the file's first record is a ``kp eval`` / ``kp score`` line
     (by its ``schema`` field), else ``None`` (a trace file, say)."""
     from ..io._reader import iter_records
@@ -305,7 +311,7 @@ def compare_evaluations(
     results_a: Sequence[EvaluationResult | ScoreRecord],
     results_b: Sequence[EvaluationResult | ScoreRecord],
     *,
-    by: Literal["id", "task"] = "id",
+    by: PairBy = "id",
     names: tuple[str, str] = ("A", "B"),
 ) -> EvaluationComparison:
     """Compare two runs of an evaluation case by case.

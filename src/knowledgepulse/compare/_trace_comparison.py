@@ -16,10 +16,14 @@ __all__ = [
     "ArgumentChange",
     "CallRef",
     "ComparisonError",
+    "CopyRelation",
     "CriterionFlip",
+    "DiffSchema",
+    "Direction",
     "FieldChange",
     "PartingStep",
     "Relation",
+    "Side",
     "StepRef",
     "TraceComparison",
     "TraceSide",
@@ -27,6 +31,14 @@ __all__ = [
 ]
 
 DIFF_SCHEMA: Final = "knowledgepulse.diff/1"
+#: The ``schema`` field of both kinds of ``kp diff`` answer.
+DiffSchema = Literal["knowledgepulse.diff/1"]
+#: Which of the two runs compared.
+Side = Literal["a", "b"]
+#: How a criterion's verdict moved from A to B.
+Direction = Literal["regressed", "improved", "changed"]
+#: How two traces are copies (the copy decision of kp curate).
+CopyRelation = Literal["exact", "near_copy"]
 
 #: How two aligned rows relate. ``same``: the same call (name and arguments) or the same
 #: message; ``arguments_differ``: one tool called with other arguments; ``result_differs``:
@@ -85,7 +97,7 @@ class FieldChange(_Frozen):
     path: str
     a: Any = None
     b: Any = None
-    only_in: Literal["a", "b"] | None = None
+    only_in: Side | None = None
 
 
 class ArgumentChange(_Frozen):
@@ -104,7 +116,7 @@ class CriterionFlip(_Frozen):
     weight: float
     a: bool | None = Field(description="Its verdict on A (null: undetermined).")
     b: bool | None
-    direction: Literal["regressed", "improved", "changed"] = Field(
+    direction: Direction = Field(
         description="regressed: passed on A, failed on B; improved: the other way; changed: "
         "undetermined on one side."
     )
@@ -134,12 +146,12 @@ class TraceComparison(_Frozen):
     between them; ``rows`` is that alignment, ``parting`` its first row that is not ``same``.
     """
 
-    schema_: Literal["knowledgepulse.diff/1"] = Field(default=DIFF_SCHEMA, alias="schema")
+    schema_: DiffSchema = Field(default=DIFF_SCHEMA, alias="schema")
     kind: Literal["traces"] = "traces"
     a: TraceSide
     b: TraceSide
     identical: bool = Field(description="The two are exact copies (the same copy digest).")
-    copy_relation: Literal["exact", "near_copy"] | None = Field(
+    copy_relation: CopyRelation | None = Field(
         description="exact: the same normalised text; near_copy: estimated Jaccard similarity "
         "of the run texts at least the copy threshold; null: neither."
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise, zip_longest
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .._schema import ReasoningTrace, Step
 from ._align import lcs_pairs
@@ -15,10 +15,13 @@ from ._trace_comparison import (
     ArgumentChange,
     CallRef,
     ComparisonError,
+    CopyRelation,
     CriterionFlip,
+    Direction,
     FieldChange,
     PartingStep,
     Relation,
+    Side,
     StepRef,
     TraceComparison,
     TraceSide,
@@ -214,7 +217,7 @@ def _parting(rows: Sequence[AlignedRow], *, calls_only: bool = False) -> Parting
 
 
 def _unaligned_calls(
-    trace: ReasoningTrace, rows: Sequence[AlignedRow], side: Literal["a", "b"]
+    trace: ReasoningTrace, rows: Sequence[AlignedRow], side: Side
 ) -> list[CallRef]:
     aligned = {
         ref.step
@@ -271,7 +274,7 @@ def _flips(
         after = result_b.details.get(criterion.name)
         if before == after:
             continue
-        direction: Literal["regressed", "improved", "changed"] = (
+        direction: Direction = (
             "regressed"
             if before is True and after is False
             else "improved"
@@ -335,7 +338,7 @@ def compare_traces(
     similarity = 1.0 if identical else 0.0
     if not identical and facet_a.signature is not None and facet_b.signature is not None:
         similarity = round(float(estimated_similarity(facet_a.signature, facet_b.signature)), 6)
-    copy_relation: Literal["exact", "near_copy"] | None = (
+    copy_relation: CopyRelation | None = (
         "exact" if identical else "near_copy" if similarity >= COPY_SIMILARITY else None
     )
     rows, changed = _align(a, b)

@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from ._errors import MissingEmbedderRuntime
 from ._minilm import INSTALL_HINT, missing_modules, require_model_dir
@@ -39,9 +39,8 @@ logger = logging.getLogger("knowledgepulse")
 EMBEDDER_ENV = "KNOWLEDGEPULSE_EMBEDDER"
 FAST_DISABLE_ENV = "KNOWLEDGEPULSE_NO_FAST_EMBEDDER"
 _OFF_VALUES = frozenset({"none", "off", "0"})
-_CHOICES = ("auto", "onnx", "openvino", "bf16", "static", "none")
-
 EmbedderKind = Literal["onnx", "openvino", "bf16", "static", "none"]
+_CHOICES = ("auto", *get_args(EmbedderKind))
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 Windowing = Literal["whole", "first_window"]
-WINDOWINGS: tuple[Windowing, ...] = ("whole", "first_window")
+WINDOWINGS: tuple[Windowing, ...] = get_args(Windowing)
 WINDOWING_ENV = "KNOWLEDGEPULSE_WINDOWING"
 MAX_WINDOWS = 64
 # Texts up to this many characters are tokenised whole (time and tokenizer memory bounded);

@@ -17,6 +17,7 @@ from ._base import (
     KnowledgeBaseError,
     KnowledgeBaseMismatchError,
     KnowledgeBaseStats,
+    StoredBatch,
     StoredTrace,
 )
 from ._keys import SCOPES, ApiKey, ListedTrace, TraceAccess, Viewer
@@ -32,6 +33,7 @@ __all__ = [
     "KnowledgeBaseMismatchError",
     "KnowledgeBaseStats",
     "ListedTrace",
+    "StoredBatch",
     "StoredTrace",
     "TraceAccess",
     "Viewer",

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import ValidationError
 
 from .._errors import KnowledgePulseError
 from ..copies import CopyFacet
 from ..memory._cache import Admit, Nearest, _cosine, _normalise, exact_rows
+from ..records import ScoreRecord
 
 logger = logging.getLogger("knowledgepulse")
 
@@ -36,8 +38,11 @@ __all__ = [
     "KnowledgeBaseError",
     "KnowledgeBaseMismatchError",
     "KnowledgeBaseStats",
+    "StoredBatch",
     "StoredTrace",
     "admit_rows",
+    "first_stored",
+    "read_score_record",
     "unit_rows",
     "utc_now",
     "vector_text_of",
@@ -162,7 +167,9 @@ class StoredTrace:
     id: str
     trace: dict[str, Any]
     vector: FloatArray
-    record: dict[str, Any] | None = None
+    #: Its score record (None: stored without one, or a stored one that does not read as a
+    #: score record, see :func:`read_score_record`). The base serialises it as it stores it.
+    record: ScoreRecord | None = None
     added_at: str = field(default_factory=lambda: utc_now())
     source: str | None = None
     #: Who may see it (``metadata.visibility``), who contributed it and their org.
@@ -175,14 +182,39 @@ class StoredTrace:
 
     @property
     def value(self) -> float | None:
-        score = (self.record or {}).get("score")
-        return float(score) if isinstance(score, (int, float)) else None
+        return None if self.record is None else self.record.score
 
     @property
     def domain(self) -> str | None:
         metadata = self.trace.get("metadata")
         domain = metadata.get("task_domain") if isinstance(metadata, dict) else None
         return domain if isinstance(domain, str) else None
+
+
+def read_score_record(data: Any, location: str, trace_id: str) -> ScoreRecord | None:
+    """The score record a row holds (``data``: its JSON column, parsed), or None when it holds
+    none.
+
+    A row whose record does not validate (written by an older version, or edited by hand) is
+    read as holding none, and the log says which row and field, once per read: every reader
+    of the base (the service, ``kp kb show``) then answers for the trace without its score
+    rather than failing. The stored bytes are left as they are.
+    """
+    if data is None:
+        return None
+    try:
+        return ScoreRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        logger.warning(
+            "%s: %s: its score record does not read (%s: %s); read as none",
+            location,
+            trace_id,
+            where,
+            first["msg"],
+        )
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,17 +274,47 @@ def unit_rows(vectors: Any, dimensions: int) -> FloatArray:
     return _normalise(rows)
 
 
+@dataclass(frozen=True)
+class StoredBatch:
+    """What a knowledge base did with a batch (``nearest_then_store_many``): each row's
+    nearest, and the rows (by position) this call stored.
+
+    An admitted row is not among ``stored`` when its id was held already, by another writer
+    that took its turn first or by an earlier row of the same batch: the base keeps the row
+    stored first and leaves the other out. The caller learns it here, from the base, rather
+    than by reading the row back and comparing.
+    """
+
+    nearest: list[Nearest | None]
+    stored: frozenset[int]
+
+
+def first_stored(
+    positions: Sequence[int], items: Sequence[StoredTrace], held: Iterable[str]
+) -> frozenset[int]:
+    """The positions of ``items`` an insert stores, ids ``held`` being in the base already:
+    each id's first item, unless the base holds it (inserts skip an id stored already)."""
+    taken = set(held)
+    stored: set[int] = set()
+    for position, item in zip(positions, items):
+        if item.id not in taken:
+            taken.add(item.id)
+            stored.add(position)
+    return frozenset(stored)
+
+
 def admit_rows(
     batch: FloatArray,
     ids: Sequence[str | None],
     stored_nearest: Sequence[tuple[str, float] | None],
     admit: Admit | None,
-) -> tuple[list[Nearest | None], list[StoredTrace]]:
+) -> tuple[list[Nearest | None], list[int], list[StoredTrace]]:
     """The walk every backend does inside its write lock, row by row: a row's nearest is the
     better of its nearest stored trace and the rows before it that were admitted; then
     ``admit`` decides whether it is stored (without ``admit``, every row is, bare).
 
-    Returns each row's nearest and the traces to insert, in order.
+    Returns each row's nearest, the positions of the rows admitted, and the traces to insert
+    (one per admitted row, in order).
     """
     exact = exact_rows(batch)
     sims_new = exact @ exact.T  # exact: the same bits however the rows are batched
@@ -275,7 +337,7 @@ def admit_rows(
             item = _bare(ids[i], batch[i])
         chosen.append(i)
         to_store.append(item)
-    return found, to_store
+    return found, chosen, to_store
 
 
 def _bare(trace_id: str | None, vector: FloatArray) -> StoredTrace:

@@ -20,9 +20,10 @@ import hmac
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, get_args
 
-from ._base import Hit, KnowledgeBaseError, utc_now
+from ..records import ScoreRecord
+from ._base import Hit, KnowledgeBaseError, read_score_record, utc_now
 
 if TYPE_CHECKING:
     from ._dialect import Dialect
@@ -48,7 +49,7 @@ __all__ = [
 
 Scope = Literal["read", "contribute", "admin"]
 #: The scopes, weakest first: each allows what the ones before it allow.
-SCOPES: Final[tuple[str, ...]] = ("read", "contribute", "admin")
+SCOPES: Final[tuple[str, ...]] = get_args(Scope)
 KEY_PREFIX: Final = "kp_"
 #: How ``GET /v1/traces`` may be sorted (a leading ``-``: descending).
 SORTS: Final[tuple[str, ...]] = ("value", "-value", "added_at", "-added_at")
@@ -117,7 +118,7 @@ class ListedTrace:
     """One row of a listing: the score record and what the viewer's table shows besides it."""
 
     id: str
-    record: dict[str, Any] | None
+    record: ScoreRecord | None
     added_at: str
     objective: str | None
 
@@ -226,6 +227,7 @@ class AccessMixin:
     """
 
     dialect: ClassVar[Dialect]
+    location: str
     _keys_ready = False
 
     # -- hooks -------------------------------------------------------------------------------
@@ -391,7 +393,11 @@ class AccessMixin:
         items = [
             ListedTrace(
                 id=str(trace_id),
-                record=None if record is None else self.dialect.json_in(record),
+                record=read_score_record(
+                    None if record is None else self.dialect.json_in(record),
+                    self.location,
+                    str(trace_id),
+                ),
                 added_at=self.dialect.time_in(added_at),
                 objective=None if objective is None else str(objective),
             )

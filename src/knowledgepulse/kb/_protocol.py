@@ -9,7 +9,15 @@ from typing import Any, Protocol, TypeVar
 
 from ..copies import CopyFacet, CopyMatch
 from ..memory._cache import Admit, Nearest
-from ._base import EmbeddingIdentity, FloatArray, Hit, KnowledgeBaseStats, StoredTrace
+from ..records import ScoreRecord
+from ._base import (
+    EmbeddingIdentity,
+    FloatArray,
+    Hit,
+    KnowledgeBaseStats,
+    StoredBatch,
+    StoredTrace,
+)
 from ._keys import ApiKey, ListedTrace, TraceAccess, Viewer
 
 __all__ = ["KnowledgeBase"]
@@ -45,6 +53,12 @@ class KnowledgeBase(Protocol):
         """Each row's nearest stored trace, then store what ``admit`` returns; atomic across
         processes."""
 
+    def nearest_then_store_many(
+        self, vectors: FloatArray, ids: Sequence[str | None], admit: Admit | None = None
+    ) -> StoredBatch:
+        """``nearest_then_add_many``, answering also which rows this call stored (a row whose
+        id the base held already is not stored again, and not among them)."""
+
     def clear(self) -> None:
         """Remove every stored trace (the identity stays)."""
 
@@ -52,8 +66,9 @@ class KnowledgeBase(Protocol):
 
     def __len__(self) -> int: ...
 
-    def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]:
-        """The score records of the ``ids`` already stored (id -> record)."""
+    def stored_records(self, ids: Iterable[str]) -> dict[str, ScoreRecord | None]:
+        """The score records of the ``ids`` already stored (id -> record; None: stored without
+        one, or with one that does not read as a score record)."""
 
     def get(self, trace_id: str) -> StoredTrace | None: ...
 

@@ -32,10 +32,11 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, get_args, overload
 
 import numpy as np
 
+from ..api_models import Preference
 from ..memory._cache import exact_rows
 from ._examples import (
     STEP_BUDGET_TOKENS,
@@ -94,7 +95,7 @@ RRF_K = 60
 CANDIDATES = 50
 #: ``relevant``: by the query alone; ``successful``: successful, high-value attempts first
 #: among the candidates (a third ranking in the fusion).
-PREFERENCES = ("relevant", "successful")
+PREFERENCES: tuple[str, ...] = get_args(Preference)
 #: The answer to a query with no word to search for.
 NO_WORDS = (
     "the query holds no word to search for (only stop words or punctuation); describe the "

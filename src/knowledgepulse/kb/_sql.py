@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from ..memory._cache import Admit, Nearest
+from ..records import ScoreRecord
 from ._base import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -34,10 +35,13 @@ from ._base import (
     KnowledgeBaseError,
     KnowledgeBaseMismatchError,
     KnowledgeBaseStats,
+    StoredBatch,
     StoredTrace,
     admit_rows,
+    first_stored,
     joined_identity,
     logger,
+    read_score_record,
     unit_rows,
     utc_now,
 )
@@ -287,18 +291,27 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin, OpeningMixin)
         rows ``admit`` returns a :class:`StoredTrace` for (every row's id when ``admit`` is None
         is stored with an empty trace — use a Scorer for real rows). Atomic across processes.
         """
+        return self.nearest_then_store_many(vectors, ids, admit).nearest
+
+    def nearest_then_store_many(
+        self, vectors: FloatArray, ids: Sequence[str | None], admit: Admit | None = None
+    ) -> StoredBatch:
+        """:meth:`nearest_then_add_many`, answering also which rows this call stored (an id
+        another writer stored first is skipped, and not among them)."""
         batch = unit_rows(vectors, self.dimensions)
         n = batch.shape[0]
         if len(ids) != n:
             raise ValueError(f"got {len(ids)} ids for {n} vectors")
         with self._write():
             stored_nearest = [hits[0] if hits else None for hits in self._nearest(batch, 1)]
-            found, to_store = admit_rows(batch, ids, stored_nearest, admit)
+            found, chosen, to_store = admit_rows(batch, ids, stored_nearest, admit)
+            # Under the write lock: no other writer stores one of these ids before the insert.
+            held = self._held_ids([item.id for item in to_store])
             self._insert(to_store)
             due = self._index_due()
         if due:
             self._build_index()
-        return found
+        return StoredBatch(found, first_stored(chosen, to_store, held))
 
     def clear(self) -> None:
         """Remove every stored trace (the identity stays)."""
@@ -314,17 +327,30 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin, OpeningMixin)
     def __len__(self) -> int:
         return int(self._value("SELECT COUNT(*) FROM traces"))
 
-    def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]:
-        """The score records of the ``ids`` already stored (id -> record)."""
+    def stored_records(self, ids: Iterable[str]) -> dict[str, ScoreRecord | None]:
+        """The score records of the ``ids`` already stored (id -> record; None: stored without
+        one, or with one that does not read, see :func:`~._base.read_score_record`)."""
         wanted = list(dict.fromkeys(ids))
-        found: dict[str, dict[str, Any] | None] = {}
+        found: dict[str, ScoreRecord | None] = {}
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join([self.dialect.mark] * len(chunk))
             rows = self._select(f"SELECT id, record FROM traces WHERE id IN ({marks})", chunk)
             for trace_id, record in rows:
-                found[trace_id] = None if record is None else self.dialect.json_in(record)
+                data = None if record is None else self.dialect.json_in(record)
+                found[trace_id] = read_score_record(data, self.location, trace_id)
         return found
+
+    def _held_ids(self, ids: Sequence[str]) -> set[str]:
+        """The ``ids`` the base holds."""
+        wanted = list(dict.fromkeys(ids))
+        held: set[str] = set()
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join([self.dialect.mark] * len(chunk))
+            rows = self._select(f"SELECT id FROM traces WHERE id IN ({marks})", chunk)
+            held.update(str(trace_id) for (trace_id,) in rows)
+        return held
 
     def get(self, trace_id: str) -> StoredTrace | None:
         rows = self._select_stored(
@@ -407,7 +433,7 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin, OpeningMixin)
             (
                 item.id,
                 d.json_out(item.trace),
-                None if item.record is None else d.json_out(item.record),
+                None if item.record is None else d.json_out(item.record.to_dict()),
                 d.vector_out(item.vector),
                 item.value,
                 item.domain,
@@ -459,7 +485,9 @@ class SQLKnowledgeBase(AccessMixin, CopyStoreMixin, FullTextMixin, OpeningMixin)
             id=trace_id,
             trace=d.json_in(trace),
             vector=d.vector_in(vector),
-            record=None if record is None else d.json_in(record),
+            record=read_score_record(
+                None if record is None else d.json_in(record), self.location, trace_id
+            ),
             added_at=d.time_in(added_at),
             source=source,
             visibility=visibility,

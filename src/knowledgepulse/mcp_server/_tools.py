@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._schema import Visibility
+from ..api_models import Preference
 from ..kb._recall import MAX_LIMIT, MAX_QUERY_CHARS
 from ._memory import ToolProblem
 
@@ -44,7 +46,7 @@ class SearchTracesArguments(_Arguments):
     min_value: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Only traces whose value is at least this."
     )
-    prefer: Literal["relevant", "successful"] = Field(
+    prefer: Preference = Field(
         default="relevant",
         description="relevant: by your task alone; successful: successful, high-value "
         "attempts first among the traces found (use with success_only false).",
@@ -66,7 +68,7 @@ class ContributeTraceArguments(_Arguments):
         description="A ReasoningTrace (JSON-LD, @type ReasoningTrace): your run's task, steps "
         "and outcome."
     )
-    visibility: Literal["private", "org", "network"] | None = Field(
+    visibility: Visibility | None = Field(
         default=None,
         description="Who may see it: private (this key), org (its org), network (every key). "
         "Default: the trace's metadata.visibility.",

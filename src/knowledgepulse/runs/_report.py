@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ..reporting import ScoreSummary
 
 Verb = Literal["validate", "convert", "redact", "evaluate", "score", "curate"]
+#: Why a run ended before its input did: Ctrl-C or SIGTERM, or ``max_errors`` rejections.
+StoppedBy = Literal["interrupted", "max_errors"]
 
 # ``steps[0].type: ...``, ``@context: ...``, ``[17].run_type: ...``, ``attributes[gen_ai.x]:``:
 # a field path (no spaces) before the first ": "; ``invalid JSON: ...`` names no field.
@@ -233,7 +235,7 @@ class RunReport(BaseModel):
     summary: Summary | None = None
     gates: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
-    stopped_by: Literal["interrupted", "max_errors"] | None = None
+    stopped_by: StoppedBy | None = None
     stop_signal: int | None = None
 
     @classmethod
@@ -248,7 +250,7 @@ class RunReport(BaseModel):
         timings: dict[str, float] | None = None,
     ) -> RunReport:
         """The report of a run whose tally is ``tally`` (its elapsed time is ``total``)."""
-        stopped_by: Literal["interrupted", "max_errors"] | None = None
+        stopped_by: StoppedBy | None = None
         if tally.interrupted:
             stopped_by = "interrupted"
         elif tally.stopped_early:

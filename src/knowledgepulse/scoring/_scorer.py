@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, runtime_checkable
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload, run
 from .._errors import KnowledgePulseError
 from .._schema import ReasoningTrace, parse_trace
 from ..copies import COPY_SIMILARITY, CopyFacet, CopyIndex, CopyMatch, copy_facets
+from ..records import ScoreRecord
 from ..tasks import (
     SAME_TASK_SIMILARITY,
     RunFacet,
@@ -45,6 +46,7 @@ from ._profiles import DomainProfile, ProfileRegistry, global_registry
 
 if TYPE_CHECKING:
     from ..embedding import Embedder
+    from ..kb import StoredBatch
     from ..memory._cache import Nearest, NoveltyMemory, RunFacets
 
 __all__ = [
@@ -268,8 +270,8 @@ class Scorer:
             # A trace the base already holds is answered from it, not embedded again.
             stored = store.stored_records([trace.id for trace in traces])
             for i, trace in enumerate(traces):
-                record = stored.get(trace.id, _MISSING)
-                if isinstance(record, dict):
+                record = stored.get(trace.id)
+                if record is not None:
                     scores[i] = replace(ValueScore.from_record(record), stored="already_stored")
         todo = [i for i, score in enumerate(scores) if score is None]
         if not todo:
@@ -329,7 +331,11 @@ class Scorer:
                     where = sources[todo[k]] if sources is not None else None
                     return _stored_trace(trace, score, vectors[k], where, facets[k])
 
-                self.cache.nearest_then_add_many(vectors, ids, admit)
+                if store is None:
+                    self.cache.nearest_then_add_many(vectors, ids, admit)
+                else:
+                    answer = store.nearest_then_store_many(vectors, ids, admit)
+                    _answer_lost(store, ids, todo, scores, answer.stored)
         return [score for score in scores if score is not None]
 
     def _facet_memory(self) -> RunFacets:
@@ -436,9 +442,6 @@ def _relation(similarity: float, mine: RunFacet, theirs: RunFacet | None) -> Nea
     return "same_task_same_way" if same_way else "same_task_other_tools"
 
 
-_MISSING = object()
-
-
 @runtime_checkable
 class TraceStore(Protocol):
     """A novelty memory that stores whole traces with their scores (a knowledge base)."""
@@ -449,7 +452,28 @@ class TraceStore(Protocol):
         self, vectors: Any, ids: Sequence[str | None], admit: Any = None
     ) -> list[Nearest | None]: ...
 
-    def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]: ...
+    def nearest_then_store_many(
+        self, vectors: Any, ids: Sequence[str | None], admit: Any = None
+    ) -> StoredBatch: ...
+
+    def stored_records(self, ids: Iterable[str]) -> dict[str, ScoreRecord | None]: ...
+
+
+def _answer_lost(
+    store: TraceStore, ids: Sequence[str], todo: Sequence[int], scores: list[Any], stored: Set[int]
+) -> None:
+    """Admitted rows the base did not store (its answer, ``stored``: another writer, or an
+    earlier row, took the id first) are answered from the stored record, as a trace held
+    before the batch is; ``not_added`` when the base gives none."""
+    lost = [k for k, i in enumerate(todo) if k not in stored and scores[i].stored == "added"]
+    held = store.stored_records([ids[k] for k in lost]) if lost else {}
+    for k in lost:
+        record = held.get(ids[k])
+        scores[todo[k]] = (
+            replace(scores[todo[k]], stored="not_added")
+            if record is None
+            else replace(ValueScore.from_record(record), stored="already_stored")
+        )
 
 
 def _trace_store(memory: Any) -> TraceStore | None:
@@ -464,13 +488,12 @@ def _stored_trace(
     facet: CopyFacet | None = None,
 ) -> object:
     from ..kb import StoredTrace
-    from ..records import ScoreRecord
 
     return StoredTrace(
         id=trace.id,
         trace=trace.to_dict(),
         vector=vector,
-        record=ScoreRecord.of(score, trace).to_dict(),
+        record=ScoreRecord.of(score, trace),  # the base serialises it as it stores it
         source=where,
         visibility=trace.metadata.visibility,
         copy_facet=facet,

@@ -34,7 +34,15 @@ from ..api_models import (
 )
 from ..compare import TraceComparison, compare_traces
 from ..copies import COPY_SIMILARITY, CopyFacet, CopyMatch, copy_facet
-from ..kb import ApiKey, KnowledgeBase, KnowledgeBaseError, StoredTrace, TraceAccess, Viewer
+from ..kb import (
+    ApiKey,
+    KnowledgeBase,
+    KnowledgeBaseError,
+    StoredBatch,
+    StoredTrace,
+    TraceAccess,
+    Viewer,
+)
 from ..kb._recall import ranked_search
 from ..memory._cache import Admit, Nearest
 from ..records import ScoreRecord
@@ -131,7 +139,9 @@ class _LookOnly:
 class _Contributor:
     """The base, storing what the scorer admits as contributed by ``key``.
 
-    Query-then-store is the base's own atomic ``nearest_then_add_many``. The nearest trace the
+    Query-then-store is the base's own atomic ``nearest_then_store_many``, whose answer says
+    which rows this call stored (the scorer's ``added``; a row whose id another request stored
+    first is not, and is answered from the base). The nearest trace the
     scorer is given is the nearest one ``key`` may see (a hidden one is looked past, inside
     the base's write lock), so the gate decides as the key's own view of the base would. Rows
     are stored under ``rows[id]`` (the id, or its namespaced form); a stored id is looked up by
@@ -149,6 +159,11 @@ class _Contributor:
     def nearest_then_add_many(
         self, vectors: Any, ids: Sequence[str | None], admit: Admit | None = None
     ) -> list[Nearest | None]:
+        return self.nearest_then_store_many(vectors, ids, admit).nearest
+
+    def nearest_then_store_many(
+        self, vectors: Any, ids: Sequence[str | None], admit: Admit | None = None
+    ) -> StoredBatch:
         if admit is None:
             raise TypeError("the service stores traces only through a scorer")
         rows = [None if i is None else self._rows.get(i, i) for i in ids]
@@ -172,8 +187,8 @@ class _Contributor:
                 )
             return item
 
-        self._kb.nearest_then_add_many(vectors, rows, owned)
-        return seen
+        answer = self._kb.nearest_then_store_many(vectors, rows, owned)
+        return StoredBatch(seen, answer.stored)
 
     def stored_copy(self, facet: CopyFacet, similarity: float) -> CopyMatch | None:
         """The stored trace this key may see that ``facet``'s trace is a copy of (a copy it
@@ -216,7 +231,8 @@ class _Contributor:
                 best = Nearest(rows[j], similarity)
         return best
 
-    def stored_records(self, ids: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+    def stored_records(self, ids: Iterable[str]) -> dict[str, ScoreRecord | None]:
+        # The engine answers for a stored id itself (it knows who may see it), not the scorer.
         return {}
 
     def clear(self) -> None:
@@ -298,33 +314,41 @@ class Engine:
         stored = self.kb.stored_records(ids)
         access = self.kb.access_of(ids)
         results: list[Contribution] = []
-        claimed: set[str] = set()
         for position, (trace, row) in enumerate(zip(traces, ids)):
             score = scores.get(position)
-            mine = as_stored = None
+            mine = None
             if score is not None:
                 mine = ScoreRecord.of(score, trace, threshold=self.threshold)
-                as_stored = ScoreRecord.of(score, trace).to_dict()  # as the scorer stores it
-            if row not in stored:
+            if mine is not None and mine.stored == "added":  # the base stored it, and said so
+                results.append(self._result(mine, "accepted", viewer))
+            elif row not in stored:
                 if mine is None:  # stored before this request, gone now (kp kb clear)
                     raise KnowledgeBaseError(f"{trace.id} was removed meanwhile; post it again")
                 results.append(self._result(mine, "rejected", viewer))
-            elif (
-                mine is not None
-                and mine.stored == "added"
-                and row not in claimed
-                and stored[row] == as_stored
-            ):
-                claimed.add(row)
-                results.append(self._result(mine, "accepted", viewer))
             elif viewer.can_see(access[row]):
-                previous = ScoreRecord.model_validate(
-                    {**(stored[row] or {}), "stored": "already_stored"}
-                )
-                results.append(self._result(previous, "already_stored", viewer))
+                results.append(self._already_stored(trace.id, stored[row], viewer))
             else:
                 results.append(self._conflict(trace.id))
         return results
+
+    def _already_stored(
+        self, trace_id: str, previous: ScoreRecord | None, viewer: Viewer
+    ) -> Contribution:
+        """The answer for an id stored before: its stored record, or, for a row stored without
+        one it can read (``kp kb import`` of a bare row, a hand-edited record), no value."""
+        if previous is not None:
+            record = previous.model_copy(update={"stored": "already_stored"})
+            return self._result(record, "already_stored", viewer)
+        return Contribution(
+            id=trace_id,
+            status="already_stored",
+            accepted=True,
+            value=None,
+            threshold=self.threshold,
+            explanation="this id was stored before, without a score record the service can read",
+            nearest=None,
+            record=None,
+        )
 
     def _result(
         self, record: ScoreRecord, status: ContributionStatus, viewer: Viewer
@@ -421,7 +445,7 @@ class Engine:
         near = self._copies_of(found.trace, row, viewer)
         record = None
         if found.record is not None:
-            record = self._hide_unseen([ScoreRecord.model_validate(found.record)], viewer)[0]
+            record = self._hide_unseen([found.record], viewer)[0]
         return TraceDetail(
             trace=found.trace,
             record=record,
@@ -491,28 +515,28 @@ class Engine:
     def listing(self, viewer: Viewer, **query: Any) -> TraceList:
         rows, total = self.kb.list_traces(viewer, **query)
         named = {
-            str(nearest["id"])
+            nearest.id
             for row in rows
-            if isinstance(nearest := (row.record or {}).get("nearest"), dict) and nearest.get("id")
+            if row.record is not None and (nearest := row.record.nearest) and nearest.id
         }
         seen = self._visible(named, viewer)
         items = []
         for row in rows:
-            record: dict[str, Any] = row.record or {}
-            nearest = record.get("nearest")
+            record = row.record
+            nearest = None if record is None else record.nearest
             ref = None
-            if isinstance(nearest, dict) and nearest.get("id") in seen:
-                ref = NearestRef(id=shown_id(nearest["id"]), similarity=nearest["similarity"])
+            if nearest is not None and nearest.id in seen:
+                ref = NearestRef(id=shown_id(nearest.id), similarity=nearest.similarity)
             items.append(
                 TraceListItem(
                     id=shown_id(row.id),
-                    value=record.get("score"),
-                    complexity=record.get("complexity"),
-                    novelty=record.get("novelty"),
-                    tool_diversity=record.get("tool_diversity"),
-                    outcome=record.get("outcome"),
-                    domain=record.get("domain"),
-                    success=record.get("success"),
+                    value=None if record is None else record.score,
+                    complexity=None if record is None else record.complexity,
+                    novelty=None if record is None else record.novelty,
+                    tool_diversity=None if record is None else record.tool_diversity,
+                    outcome=None if record is None else record.outcome,
+                    domain=None if record is None else record.domain,
+                    success=None if record is None else record.success,
                     nearest=ref,
                     added_at=row.added_at,
                     objective=row.objective,

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from .._schema import ReasoningTrace, TraceValidationError
 from ..io._reader import InputRecord, iter_records
-from ..records import EvalRecord, ScoreRecord, parse_output_record
+from ..records import EvalRecord, Relation, ScoreRecord, parse_output_record
 
 __all__ = ["GroupEntry", "ViewedTrace", "ViewerData", "load_view_files"]
 
@@ -201,7 +201,7 @@ def _group(value: dict[str, Any], place: str) -> GroupEntry:
 
 
 #: The relations a group line may name (kp curate --by copies and --by task).
-RELATIONS = ("exact", "near_copy", "same_task")
+RELATIONS = get_args(Relation)
 
 
 def _is_number(value: Any) -> bool:
