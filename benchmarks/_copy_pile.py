@@ -219,8 +219,8 @@ class _Swapper:
         if kind == "city":
             return self._pick(token, CITIES)
         if kind == "monthday":
-            month, day, suffix = match.group("mm"), int(match.group("md")), match.group("ms")
-            moved = datetime.date(2024, MONTHS.index(month) + 1, min(day, 28))
+            month, said, suffix = match.group("mm"), int(match.group("md")), match.group("ms")
+            moved = datetime.date(2024, MONTHS.index(month) + 1, min(said, 28))
             moved += datetime.timedelta(days=self.days)
             new_day = str(moved.day) + (_ordinal(moved.day) if suffix else "")
             return f"{MONTHS[moved.month - 1]} {new_day}"
