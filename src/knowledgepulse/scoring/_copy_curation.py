@@ -13,6 +13,13 @@ value, then the smallest id; each leader takes every unassigned trace that is a 
 (no chaining through an intermediate trace). The decisions depend only on the set of
 traces, never on their order. With a knowledge base, a trace that is a copy of a stored trace
 is dropped in the stored trace's favour first.
+
+Memory is what bounds a big pile (1.5 GiB at 10^6 traces, docs/performance.md): per trace, its
+id (a string) and ~340 bytes of arrays, no Python object per trace besides. Grouping lays each
+array out in id order and lets its read-order original go at once, reads the signatures
+through a row map rather than copying them, merges the LSH bands' pairs into the distinct ones
+as they come (:func:`~knowledgepulse.copies._pairs.distinct_band_pairs`), and lets the
+signatures go once the graph is made; the kept lines are copied out a block of places at a time.
 """
 
 from __future__ import annotations
