@@ -8,9 +8,12 @@ of an agent at a task: one of the 200 bundled tau-bench conversations (50 tasks 
 - ``novel`` (46 %): a family's first trace, at a task not seen before. The first 50 are the
   tau-bench conversations of attempt 0; the others are synthetic (:meth:`_Material.synthetic`):
   a tau-bench conversation as skeleton, each of its units (a message, or a tool call with its
-  result) replaced by a unit of the same kind drawn from all the conversations, then every value
-  swapped (names, user ids, e-mails, airports, flight numbers, reservation codes, dates, numbers
-  of 3 or more digits), so that the text really differs from every other family's;
+  result) replaced by a unit of the same kind drawn from all the conversations, its opening
+  message made of as many sentences drawn from all the openings (:meth:`_Material._opening`:
+  the skeleton's own opening, kept, made the ~2,300 runs on one skeleton at 10^6 alike where
+  their runs are short), then every value swapped (names, user ids, e-mails, airports, cities,
+  flight numbers, reservation codes, dates, "May 20th", numbers of 3 or more digits), so that
+  the text really differs from every other family's;
 - ``rerun`` (8 %): a family's first trace, at a task seen before: another attempt at it, which
   is its own family (re-runs must not be grouped as copies; scored apart). The 150 tau-bench
   attempts 1-3, then synthetic ones: the same synthetic task (same value swaps, a share of the
@@ -67,9 +70,10 @@ TRIVIAL = ("exact", "whitespace", "ids", "timestamps")
 EDITS = ("entity_swap", "truncation", "dropped_steps", "reordered_tool_results")
 #: The chance that a unit of a synthetic run is the one every attempt at its task has, by the
 #: unit's kind (a tool call with its result, a user's turn, an agent's message; any other
-#: unit is its attempt's own). Chosen so that synthetic re-runs are as alike as the tau-bench attempts at
-#: one task: median word 3-shingle Jaccard of their pairs 0.271 (30 tasks x 4 attempts; 8 of
-#: 180 pairs >= 0.5) against tau-bench's 0.279 (17 of 300 >= 0.5), tested.
+#: unit is its attempt's own; the sentences of an opening as a user's turn). Chosen so that
+#: synthetic re-runs are as alike as the tau-bench attempts at one task: median word 3-shingle
+#: Jaccard of their pairs 0.273 (30 tasks x 4 attempts; 9 of 180 pairs >= 0.5) against
+#: tau-bench's 0.279 (17 of 300 >= 0.5), tested.
 SHARED = {"tool": 0.9, "user": 0.85, "thought": 0.4}
 #: Attempts per tau-bench task (and so per synthetic task).
 ATTEMPTS = 4
@@ -128,6 +132,33 @@ _LAST_TEXT = (
 )
 EXTRA_FIRST = tuple(_FIRST_TEXT.split())
 EXTRA_LAST = tuple(_LAST_TEXT.split())
+#: The cities a user names, swapped in every message: the first 17 are those tau-bench's users
+#: name, the others are there for them to become.
+CITIES = (
+    "New York", "Chicago", "Houston", "Las Vegas", "Seattle", "Atlanta", "Denver", "Newark",
+    "Philadelphia", "Los Angeles", "Boston", "San Francisco", "Miami", "Dallas", "Minneapolis",
+    "Phoenix", "Orlando", "Detroit", "Charlotte", "Portland", "San Diego", "Austin", "Nashville",
+    "Salt Lake City", "Baltimore", "Pittsburgh", "Cleveland", "Tampa", "Honolulu", "Anchorage",
+    "Kansas City", "St. Louis", "Sacramento", "Raleigh", "Indianapolis", "Columbus",
+    "Milwaukee", "Albuquerque", "Tucson", "Omaha", "Memphis", "Buffalo", "Boise", "Spokane",
+)  # fmt: skip
+MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+#: Where an opening message is cut into sentences (recombined across conversations).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text``'s sentences (at least one: the text itself when it has no end mark)."""
+    return [s for s in _SENTENCE_END.split(text.strip()) if s] or [text]
+
+
+def _ordinal(day: int) -> str:
+    if 11 <= day % 100 <= 13:
+        return "th"
+    return {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
 
 
 class _Swapper:
@@ -185,6 +216,14 @@ class _Swapper:
             return "".join(alphabet[(value >> (6 * i)) % 36] for i in range(6))
         if kind == "airport":
             return self._pick(token, self.material.airports)
+        if kind == "city":
+            return self._pick(token, CITIES)
+        if kind == "monthday":
+            month, said, suffix = match.group("mm"), int(match.group("md")), match.group("ms")
+            moved = datetime.date(2024, MONTHS.index(month) + 1, min(said, 28))
+            moved += datetime.timedelta(days=self.days)
+            new_day = str(moved.day) + (_ordinal(moved.day) if suffix else "")
+            return f"{MONTHS[moved.month - 1]} {new_day}"
         return self._digits(token)  # digits
 
     def text(self, text: str) -> str:
@@ -272,6 +311,12 @@ class _Material:
             sorted(set(re.findall(r'(?:origin|destination)\\?": \\?"([A-Z]{3})', text)))
         )
         names = sorted({n.capitalize() for n in firsts | lasts}, key=len, reverse=True)
+        #: Every sentence of every opening message: (conversation, sentence).
+        self.openings = [
+            (c, k)
+            for c, trace in enumerate(self.conversations)
+            for k in range(len(sentences(trace["task"]["objective"])))
+        ]
         self.values = re.compile(
             r"(?P<datetime>\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})"
             r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b)"
@@ -279,6 +324,8 @@ class _Material:
             r"|(?P<email>\b(?P<ef>[a-z]+)\.(?P<el>[a-z]+)(?P<ed>\d*)@)"
             r"|(?P<code>\b[A-Z0-9]{6}\b)"
             rf"|(?P<airport>\b(?:{'|'.join(self.airports)})\b)"
+            rf"|(?P<city>\b(?:{'|'.join(re.escape(c) for c in CITIES)})\b)"
+            rf"|(?P<monthday>\b(?P<mm>{'|'.join(MONTHS)}) (?P<md>\d{{1,2}})(?P<ms>st|nd|rd|th)?\b)"
             rf"|(?P<name>\b(?:{'|'.join(names)})\b)"
             r"|(?P<digits>\d{3,})"
         )
@@ -340,6 +387,24 @@ class _Material:
             trace["task"]["objective"] = self.paraphrases[source["id"]]["objective"]
         return trace
 
+    def _opening(self, task_seed: str, attempt: int, skeleton: int, paraphrased: bool) -> str:
+        """A synthetic run's opening message: as many sentences as ``skeleton``'s, each drawn
+        from every opening of the corpus (an opening shared by thousands of runs at 10^6
+        would make short runs alike), the task's with the user's :data:`SHARED` chance, else
+        its attempt's own; a paraphrased run takes the same sentences of the paraphrases."""
+        count = len(sentences(self.conversations[skeleton]["task"]["objective"]))
+        parts = []
+        for k in range(count):
+            own = _hash(task_seed, attempt, "opening", k) % 1000 >= SHARED["user"] * 1000
+            value = _hash(task_seed, attempt if own else "task", "opening", k)
+            conversation, sentence = self.openings[value % len(self.openings)]
+            text = self.conversations[conversation]["task"]["objective"]
+            if paraphrased:
+                text = self.paraphrases[self.conversations[conversation]["id"]]["objective"]
+            cut = sentences(text)
+            parts.append(cut[min(sentence, len(cut) - 1)])
+        return " ".join(parts)
+
     def synthetic(
         self, task_seed: str, attempt: int, skeleton: int, paraphrased: bool, label: str
     ) -> dict[str, Any]:
@@ -351,8 +416,7 @@ class _Material:
         trace = _head(source)
         trace["metadata"].pop("ground_truth", None)  # the skeleton's, not this run's
         trace["metadata"]["kp_import"]["source_id"] = label
-        if paraphrased:
-            trace["task"]["objective"] = self.paraphrases[source["id"]]["objective"]
+        trace["task"]["objective"] = self._opening(task_seed, attempt, skeleton, paraphrased)
         seen: Counter[str] = Counter()
         steps: list[dict[str, Any]] = []
         for unit in self.units[skeleton]:

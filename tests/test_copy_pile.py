@@ -277,3 +277,39 @@ def test_synthetic_reruns_are_as_alike_as_tau_bench_attempts() -> None:
     assert len(synthetic) == 180
     assert 0.18 < statistics.median(synthetic) < 0.38
     assert max(synthetic) < 0.8
+
+
+def test_synthetic_runs_on_one_short_skeleton_differ() -> None:
+    """At 10^6 some 2,300 novel runs share each skeleton; on the shortest (4 units) a run is
+    little more than its opening, so an opening kept from the skeleton made them copies of
+    each other (pile-0764271 and pile-0270683: Jaccard 0.505). 150 runs of different tasks on
+    it: no pair reaches 0.25 (with the skeleton's opening kept: 79 pairs did, up to 0.363)."""
+    import itertools
+
+    material = cp._material()
+    shortest = min(range(len(material.units)), key=lambda c: len(material.units[c]))
+    assert len(material.units[shortest]) == 4
+    attempt = next(a for (_, a), c in material.by_attempt.items() if c == shortest)
+    runs = [material.synthetic(f"s:{k}", attempt, shortest, False, "x") for k in range(150)]
+    sets = [cp.shingles(run) for run in runs]
+    worst = max(cp.jaccard(a, b) for a, b in itertools.combinations(sets, 2))
+    assert 0.1 < worst < 0.25
+    openings = {run["task"]["objective"] for run in runs}
+    assert len(openings) > 140  # drawn: a few repeat (their other messages differ)
+    skeleton_opening = material.conversations[shortest]["task"]["objective"]
+    assert len(cp.sentences(next(iter(openings)))) == len(cp.sentences(skeleton_opening))
+
+
+def test_cities_and_spoken_dates_are_swapped_alike_in_every_message() -> None:
+    material = cp._material()
+    swapper = cp._Swapper(material, "seed")
+    text = "Fly me from New York to Seattle on May 20th, back May 31."
+    swapped = swapper.text(text)
+    assert "New York" not in swapped or "Seattle" not in swapped
+    again = cp._Swapper(material, "seed").text("New York, May 20th")
+    assert swapped.startswith(f"Fly me from {again.split(',')[0]} to ")
+    assert again.split(", ")[1] in swapped  # the same date moved the same way
+    moved = [w for w in swapped.replace(",", "").split() if w in cp.MONTHS]
+    assert len(moved) == 2
+    names_only = cp._Swapper(material, "seed", names_only=True).text(text)
+    assert names_only == text  # an entity swap edit swaps names only

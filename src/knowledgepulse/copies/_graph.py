@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._facet import MESSAGE_SLOTS, CopyScheme, estimated_similarity
-from ._pairs import NearPairs, near_pairs
+from ._pairs import VERIFY_BLOCK, NearPairs, gather, near_pairs
 
 __all__ = ["EXACT", "NEAR_COPY", "CopyGraph"]
 
@@ -70,9 +70,15 @@ class CopyGraph:
         order = in_class[np.argsort(class_of[in_class], kind="stable")]
         member_offsets = np.zeros(classes + 1, dtype=np.int64)
         np.cumsum(np.bincount(class_of[in_class], minlength=classes), out=member_offsets[1:])
-        matrix = signatures[representatives if rows is None else rows[representatives]]
+        # The representatives' signatures are read through their rows, never copied (at
+        # 10^6 traces a copy would be 256 MB).
+        matrix_rows = representatives if rows is None else rows[representatives]
         pairs = near_pairs(
-            matrix, scheme, threshold, None if sizes is None else sizes[representatives]
+            signatures,
+            scheme,
+            threshold,
+            None if sizes is None else sizes[representatives],
+            rows=matrix_rows,
         )
         if steps is not None:
             sketches = (
@@ -80,8 +86,9 @@ class CopyGraph:
                 if messages is None
                 else messages[representatives]
             )
-            pairs = _with_same_steps(pairs, steps[representatives], sketches, matrix, scheme)
-        del matrix
+            pairs = _with_same_steps(
+                pairs, steps[representatives], sketches, signatures, matrix_rows, scheme
+            )
         # Both directions, then by class and most similar first (ties: the other's first
         # position, which is its smallest: positions are in id order).
         a = np.concatenate((pairs.first, pairs.second))
@@ -155,9 +162,10 @@ def _with_same_steps(
     steps: npt.NDArray[np.void],
     messages: npt.NDArray[np.uint8],
     signatures: npt.NDArray[np.uint16],
+    rows: npt.NDArray[np.int64],
     scheme: CopyScheme,
 ) -> NearPairs:
-    """``pairs`` and the pairs of rows with the same steps digest that are reworded copies:
+    """``pairs`` and the pairs of rows (position ``p``'s signature: ``signatures[rows[p]]``) with the same steps digest that are reworded copies:
     estimated similarity ≥ ``scheme.reworded``, at most ``scheme.reworded_verbatim`` of their
     messages verbatim alike, and one of the two within ``scheme.reworded_margin`` of its most
     similar row with the same steps (a rewording rewords one run, the one it is most like: a
@@ -181,9 +189,15 @@ def _with_same_steps(
         return pairs
     found = np.unique(np.concatenate(codes))
     first, second = found // n, found % n
-    similarity = np.asarray(
-        estimated_similarity(signatures[first], signatures[second]), dtype=np.float64
-    ).reshape(-1)
+    similarity = np.zeros(len(found), dtype=np.float64)
+    for start in range(0, len(found), VERIFY_BLOCK):  # a block of signatures at a time
+        block = slice(start, start + VERIFY_BLOCK)
+        similarity[block] = np.asarray(
+            estimated_similarity(
+                gather(signatures, rows, first[block]), gather(signatures, rows, second[block])
+            ),
+            dtype=np.float64,
+        ).reshape(-1)
     best = np.zeros(n, dtype=np.float64)
     np.maximum.at(best, first, similarity)
     np.maximum.at(best, second, similarity)

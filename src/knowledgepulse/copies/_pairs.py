@@ -2,9 +2,12 @@
 
 Each band of ``rows`` 16-bit values is one 64-bit key; two signatures are a candidate pair when
 they share a key in some band. Per band the keys are sorted and every run of equal keys gives
-its pairs, so memory holds one band's keys and the candidate pairs, never a bucket table. A
-candidate is a near copy when the estimated Jaccard similarity over the whole signature is ≥
-the threshold. Everything is numpy over arrays: 10^6 signatures take seconds.
+its pairs, so memory holds one band's keys and the candidate pairs, never a bucket table; the
+pairs of the bands are merged into the distinct ones as they come (a pair of near copies shares
+most of the 32 bands: kept band by band, a pile's pairs would take ~25 times their distinct
+number). A candidate is a near copy when the estimated Jaccard similarity over the whole
+signature is ≥ the threshold. Everything is numpy over arrays: 10^6 signatures take seconds.
+The signatures may be read through a row map (``rows``), so a caller never copies them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from ._facet import CopyScheme, estimated_similarity
 __all__ = ["NearPairs", "band_keys", "contained", "near_pairs"]
 
 #: Candidate pairs verified per block (pairs x permutations values compared at once).
-_VERIFY_BLOCK = 65_536
+VERIFY_BLOCK = 65_536
+#: Band pairs held before they are merged into the distinct pairs found so far (8 bytes each).
+_MERGE_FROM = 4_000_000
 
 
 def band_keys(signatures: npt.NDArray[np.uint16], scheme: CopyScheme) -> npt.NDArray[np.uint64]:
@@ -34,11 +39,67 @@ def band_key(
     signatures: npt.NDArray[np.uint16], scheme: CopyScheme, band: int
 ) -> npt.NDArray[np.uint64]:
     """The LSH key of one band of every signature: its ``rows`` 16-bit values side by side."""
-    key = np.zeros(signatures.shape[0], dtype=np.uint64)
-    start = band * scheme.rows
-    for row in range(scheme.rows):
-        key |= signatures[:, start + row].astype(np.uint64) << np.uint64(16 * row)
+    return _key(signatures[:, band * scheme.rows : (band + 1) * scheme.rows])
+
+
+def _key(columns: npt.NDArray[np.uint16]) -> npt.NDArray[np.uint64]:
+    """One band's values of every row side by side in a 64-bit key."""
+    key = np.zeros(columns.shape[0], dtype=np.uint64)
+    for row in range(columns.shape[1]):
+        key |= columns[:, row].astype(np.uint64) << np.uint64(16 * row)
     return key
+
+
+def gather(
+    signatures: npt.NDArray[np.uint16],
+    rows: npt.NDArray[np.int64] | None,
+    index: npt.NDArray[np.int64],
+) -> npt.NDArray[np.uint16]:
+    """The signatures of ``index`` (positions; through the row map ``rows`` when given)."""
+    return signatures[index if rows is None else rows[index]]
+
+
+def distinct_band_pairs(
+    signatures: npt.NDArray[np.uint16],
+    scheme: CopyScheme,
+    rows: npt.NDArray[np.int64] | None = None,
+) -> npt.NDArray[np.int64]:
+    """Every pair of positions sharing a key in some band, once, sorted, encoded
+    ``first * n + second``; memory holds the distinct pairs and a few bands' pairs."""
+    n = signatures.shape[0] if rows is None else len(rows)
+    codes = np.zeros(0, dtype=np.int64)
+    waiting: list[npt.NDArray[np.int64]] = []
+    held = 0
+    for band in range(scheme.bands):
+        columns = signatures[:, band * scheme.rows : (band + 1) * scheme.rows]
+        found = _band_pairs(_key(columns if rows is None else columns[rows]), n)
+        waiting.append(found)
+        held += len(found)
+        if held >= _MERGE_FROM:
+            waiting.insert(0, codes)
+            del codes  # held by waiting alone, which _merged empties once joined
+            codes = _merged(waiting)
+            held = 0
+    if waiting:
+        waiting.insert(0, codes)
+        del codes
+        codes = _merged(waiting)
+    return codes
+
+
+def _merged(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """The distinct codes of ``parts``, sorted: ``np.unique`` of them joined, but the parts
+    let go once joined and the join sorted in place (``np.unique`` copies its input once more:
+    at 10^6 traces, hundreds of MB at the peak)."""
+    merged = np.concatenate(parts)
+    parts.clear()
+    merged.sort()
+    if len(merged) < 2:
+        return merged
+    first = np.empty(len(merged), dtype=bool)
+    first[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=first[1:])
+    return merged[first]
 
 
 @dataclass
@@ -52,9 +113,8 @@ class NearPairs:
     candidates: int
 
 
-def _band_pairs(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+def _band_pairs(keys: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.int64]:
     """Pairs of rows sharing a key, encoded ``first * n + second`` (first < second)."""
-    n = keys.shape[0]
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
     same = ordered[1:] == ordered[:-1]
@@ -91,24 +151,25 @@ def near_pairs(
     scheme: CopyScheme,
     threshold: float,
     sizes: npt.NDArray[np.int64] | None = None,
+    rows: npt.NDArray[np.int64] | None = None,
 ) -> NearPairs:
-    """The near-copy pairs among ``signatures`` (rows): estimated Jaccard ≥ ``threshold``, or,
-    with the rows' shingle counts ``sizes``, one held in the other (containment ≥
-    ``scheme.contained``, Jaccard ≥ ``scheme.contained_floor``: a truncated copy)."""
-    n = signatures.shape[0]
+    """The near-copy pairs among ``signatures`` (rows; with ``rows``, position ``p`` is row
+    ``rows[p]``): estimated Jaccard ≥ ``threshold``, or, with the positions' shingle counts
+    ``sizes``, one held in the other (containment ≥ ``scheme.contained``, Jaccard ≥
+    ``scheme.contained_floor``: a truncated copy)."""
+    n = signatures.shape[0] if rows is None else len(rows)
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
         return NearPairs(empty, empty, np.zeros(0), 0)
     # One band's keys at a time: memory holds n keys and the pairs, not n x bands keys.
-    found = [_band_pairs(band_key(signatures, scheme, band)) for band in range(scheme.bands)]
-    codes = np.unique(np.concatenate(found))
-    del found
+    codes = distinct_band_pairs(signatures, scheme, rows)
     firsts, seconds, sims = [], [], []
-    for start in range(0, len(codes), _VERIFY_BLOCK):
-        block = codes[start : start + _VERIFY_BLOCK]
+    for start in range(0, len(codes), VERIFY_BLOCK):
+        block = codes[start : start + VERIFY_BLOCK]
         first, second = block // n, block % n
         similarity = np.asarray(
-            estimated_similarity(signatures[first], signatures[second]), dtype=np.float64
+            estimated_similarity(gather(signatures, rows, first), gather(signatures, rows, second)),
+            dtype=np.float64,
         )
         keep = similarity >= threshold
         if sizes is not None:

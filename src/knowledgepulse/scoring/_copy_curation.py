@@ -13,6 +13,13 @@ value, then the smallest id; each leader takes every unassigned trace that is a 
 (no chaining through an intermediate trace). The decisions depend only on the set of
 traces, never on their order. With a knowledge base, a trace that is a copy of a stored trace
 is dropped in the stored trace's favour first.
+
+Memory is what bounds a big pile (1.5 GiB at 10^6 traces, docs/performance.md): per trace, its
+id (a string) and ~340 bytes of arrays, no Python object per trace besides. Grouping lays each
+array out in id order and lets its read-order original go at once, reads the signatures
+through a row map rather than copying them, merges the LSH bands' pairs into the distinct ones
+as they come (:func:`~knowledgepulse.copies._pairs.distinct_band_pairs`), and lets the
+signatures go once the graph is made; the kept lines are copied out a block of places at a time.
 """
 
 from __future__ import annotations
@@ -194,18 +201,26 @@ class CopyCuration:
         """Find the copies and group them; the groups go to the work directory."""
         started = time.perf_counter()
         n = len(self.ids)
-        order = np.array(sorted(range(n), key=self.ids.__getitem__), dtype=np.int64)
-        ids = [self.ids[i] for i in order.tolist()]
+        self._seen = set()  # read: only the ids' order is needed now
+        # Memory is what bounds a big pile: each array read is laid out in id order and its
+        # read-order original let go at once, and no list of n Python objects is made but
+        # the ids themselves (an object array, ids distinct: any sort gives one order).
+        id_array = np.array(self.ids, dtype=object)
+        order = np.argsort(id_array, kind="stable").astype(np.int64)
+        ids = id_array[order]
+        del id_array
         values = np.frombuffer(self._values, dtype=np.float64)[order]
-        digests = np.frombuffer(bytes(self._digests), dtype="V16")[order]
-        steps = np.frombuffer(bytes(self._steps), dtype="V16")[order]
-        messages = np.frombuffer(bytes(self._messages), dtype=np.uint8).reshape(n, -1)[order]
+        digests = np.frombuffer(self._digests, dtype="V16")[order]
+        steps = np.frombuffer(self._steps, dtype="V16")[order]
+        messages = np.frombuffer(self._messages, dtype=np.uint8).reshape(n, -1)[order]
         sizes = np.frombuffer(self._sizes, dtype=np.int64)[order]
+        has_words = np.frombuffer(self._words, dtype=np.uint8)[order].astype(bool)
+        self._values, self._sizes = array("d"), array("q")
+        self._digests, self._steps, self._messages, self._words = (bytearray() for _ in range(4))
         # In read order, no copy: the graph takes the rows of distinct texts in id order.
         signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
             n, self.scheme.permutations
         )
-        has_words = np.frombuffer(bytes(self._words), dtype=np.uint8)[order].astype(bool)
         position_of = np.empty(n, dtype=np.int64)
         position_of[order] = np.arange(n)
         stored = {int(position_of[i]): found for i, found in self._stored.items()}
@@ -227,6 +242,9 @@ class CopyCuration:
                 sizes=sizes,
                 messages=messages,
             )
+            # The graph is made: the signatures and the arrays it was made of go.
+            del signatures, digests, steps, messages, sizes, has_words
+            self._signatures = array("H")
             done = 0
             for position, group in decisions:
                 if position >= 0:
@@ -254,9 +272,18 @@ class CopyCuration:
     def write(self, kept_line: Callable[[str], None], group_line: Callable[[str], None]) -> None:
         """Copy the kept traces (in input order) and the groups to their outputs."""
         started = time.perf_counter()
-        places = [(self._offsets[i], self._lengths[i]) for i in np.nonzero(self.kept)[0].tolist()]
-        copy_out(self.work_dir, self.lines, places, kept_line, group_line)
+        copy_out(self.work_dir, self.lines, self._kept_places(), kept_line, group_line)
         self.timings.write = time.perf_counter() - started
+
+    def _kept_places(self) -> Iterator[tuple[int, int]]:
+        """(offset, length) of each kept line in input order, a block at a time (a list of
+        them would be ~120 bytes per kept trace)."""
+        kept = np.flatnonzero(self.kept)
+        offsets = np.frombuffer(self._offsets, dtype=np.int64)
+        lengths = np.frombuffer(self._lengths, dtype=np.int64)
+        for start in range(0, len(kept), 65_536):
+            block = kept[start : start + 65_536]
+            yield from zip(offsets[block].tolist(), lengths[block].tolist())
 
     @property
     def kept_count(self) -> int:
@@ -338,7 +365,7 @@ class _Decisions:
 
 
 def decide_copies(
-    ids: Sequence[str],
+    ids: Sequence[str] | npt.NDArray[np.object_],
     values: npt.NDArray[np.float64],
     digests: npt.NDArray[np.void],
     signatures: npt.NDArray[np.uint16],

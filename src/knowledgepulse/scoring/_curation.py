@@ -306,7 +306,7 @@ def _copies_named(relation: str, measure: str, similarity: float) -> str:
 
 
 def walk(
-    ids: Sequence[str],
+    ids: Sequence[str] | npt.NDArray[np.object_],
     values: Sequence[float] | npt.NDArray[np.float64],
     assigned: npt.NDArray[np.bool_],
     neighbours_of: Callable[[int], Sequence[tuple[int, float] | tuple[int, float, str]]],

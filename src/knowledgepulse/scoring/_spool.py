@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ class LineSpool:
     def finish(self) -> None:
         self._out.close()
 
-    def copy(self, places: list[tuple[int, int]], write: Any) -> None:
+    def copy(self, places: Iterable[tuple[int, int]], write: Any) -> None:
         """Call ``write(line)`` for the lines at ``places`` (offset, length), in that order."""
         with self.path.open("rb") as source:
             for offset, length in places:
@@ -177,7 +177,7 @@ class LineSpool:
 def copy_out(
     work_dir: Path,
     lines: LineSpool,
-    places: list[tuple[int, int]],
+    places: Iterable[tuple[int, int]],
     kept_line: Any,
     group_line: Any,
 ) -> None:
