@@ -26,9 +26,7 @@ instructions.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,17 +268,13 @@ def ranked_search(
         "success_only": success_only, "domain": domain, "min_value": min_value
     }  # fmt: skip
     depth = max(k, CANDIDATES)
-    # The words are searched while the query is embedded: neither needs the other, and the
-    # database and the model both let go of the GIL (docs/performance.md, "Recall at 10^5
-    # traces").
-    words = _worker().submit(kb.search_text, terms, depth, viewer, **filters)
-    try:
-        vector = query_vector(kb, embedder, query)
-        by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
-    except BaseException:
-        wait([words])  # the base stays the caller's to close: nothing runs on it after this
-        raise
-    by_text = [trace_id for trace_id, _ in words.result()]
+    # One thread a recall: the text search runs in the caller's thread, not beside the
+    # embedding in a pool. The service gives each key a share of its threads, and a pool
+    # thread working for a call given up would sit outside that share (the hostile-flood
+    # test caught it: 3 threads more than before a flood, where one key may add 2).
+    by_text = [trace_id for trace_id, _ in kb.search_text(terms, depth, viewer, **filters)]
+    vector = query_vector(kb, embedder, query)
+    by_vector = _vector_ranking(kb, vector, depth, viewer, filters)
     facts: dict[str, tuple[float | None, bool]] | None = None
     if prefer == "successful":
         facts = kb.passing(list(dict.fromkeys([*(i for i, _ in by_vector), *by_text])), viewer)
@@ -338,20 +332,6 @@ def nearer_facet(
             scored.append((trace_id, max(near)))
     order = sorted(range(len(scored)), key=lambda i: (-scored[i][1], i))
     return [scored[i] for i in order[:depth]]
-
-
-_text_worker: ThreadPoolExecutor | None = None
-_text_worker_lock = threading.Lock()
-
-
-def _worker() -> ThreadPoolExecutor:
-    """The threads that run recall's text searches (a few per process, made on first use:
-    a service answers several recalls at once)."""
-    global _text_worker
-    with _text_worker_lock:
-        if _text_worker is None:
-            _text_worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kp-recall-text")
-        return _text_worker
 
 
 def fused_rankings(
