@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ..copies import (
     estimated_similarity,
     verbatim_share,
 )
+from ._frame import SQLFrame
 
 __all__ = ["COPY_TABLES", "CopyStoreMixin"]
 
@@ -57,28 +58,10 @@ def _signed(keys: np.ndarray) -> list[int]:
     return [int(k) for k in np.asarray(keys, dtype=np.uint64).view(np.int64)]
 
 
-class CopyStoreMixin:
+class CopyStoreMixin(SQLFrame):
     """Copy facets stored beside the traces (used by :class:`~._sql.SQLKnowledgeBase`)."""
 
-    location: str
-    dialect: ClassVar[Any]
     _copies_ready: bool = False
-
-    # Provided by the SQL frame.
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        raise NotImplementedError
-
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
-        raise NotImplementedError
-
-    def _write(self) -> Any:
-        raise NotImplementedError
-
-    def _meta(self) -> dict[str, str]:
-        raise NotImplementedError
 
     # -- the tables ---------------------------------------------------------------------------
 

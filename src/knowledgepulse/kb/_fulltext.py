@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._errors import KnowledgePulseError
+from ._frame import SQLFrame
 from ._keys import Viewer, visibility_clause
 
 __all__ = [
@@ -201,32 +202,14 @@ POSTGRES_TEXT = _PostgresText(
 )
 
 
-class FullTextMixin:
+class FullTextMixin(SQLFrame):
     """Task texts indexed beside the traces (used by :class:`~._sql.SQLKnowledgeBase`)."""
 
-    location: str
-    dialect: ClassVar[Any]
     #: The backend's engine; None: the database has none.
     text_engine: ClassVar[TextEngine | None] = None
     _text_ready: bool = False
     #: Why there is no full-text search here (None: there is).
     _text_missing: str | None = None
-
-    # Provided by the SQL frame.
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        raise NotImplementedError
-
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
-        raise NotImplementedError
-
-    def _write(self) -> Any:
-        raise NotImplementedError
-
-    def _meta(self) -> dict[str, str]:
-        raise NotImplementedError
 
     def _create_text_index(self, engine: TextEngine) -> str | None:
         """Create the index's tables; why they cannot be (None: made). Inside a write."""

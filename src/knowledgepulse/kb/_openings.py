@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from ._base import FloatArray, StoredTrace, unit_rows
+from ._frame import SQLFrame
 
 __all__ = ["OPENING_TABLE", "OpeningMixin", "opening_of"]
 
@@ -39,32 +40,13 @@ _CHUNK = 500
 _BATCH = 256
 
 
-class OpeningMixin:
+class OpeningMixin(SQLFrame):
     """Opening vectors stored beside the traces (used by :class:`~._sql.SQLKnowledgeBase`)."""
 
-    location: str
-    dialect: ClassVar[Any]
     _openings_ready: bool = False
     #: The embedder the base was opened with (None: not given; openings are then made by
     #: recall, which has one).
     _embedder: Any = None
-
-    # Provided by the SQL frame.
-    def _select(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        raise NotImplementedError
-
-    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
-        raise NotImplementedError
-
-    def _write(self) -> Any:
-        raise NotImplementedError
-
-    @property
-    def dimensions(self) -> int:
-        raise NotImplementedError
 
     def _ensure_openings(self) -> None:
         """Create the table (inside the caller's write transaction)."""
