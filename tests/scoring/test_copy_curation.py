@@ -266,3 +266,43 @@ def test_a_reworded_copy_with_the_same_steps_is_a_copy() -> None:
     # is the same run. All are below S: the steps alone joined them.
     assert sum(reworded[i]["id"] in joined for i in range(8)) == 4
     assert max(estimates) < COPY_SIMILARITY
+
+
+def test_a_short_trace_held_in_runs_of_other_tasks_joins_one_and_drops_none() -> None:
+    """A short trace whose words are held in several longer runs that are not copies of one
+    another (the opening turns they share) is a truncated copy of one of them at most: it
+    joins the group of the run it is most like and never leads a group that drops the runs.
+    Before, the containment pair went both ways, the short trace counted every run as its
+    copy, led and dropped them all (issue 33: 129 of 410 families lost at 10^6). The runs are
+    made from tau-bench conversations: the first four steps of one, then each a different
+    conversation's steps appended (the old code kept the short trace and dropped three)."""
+    base = tau_dicts(12)
+    short = copy.deepcopy(base[0])
+    short["id"] = "kp:trace:short"
+    short["steps"] = short["steps"][:4]
+    runs = []
+    for k, other in enumerate(base[5:6] + base[7:12]):
+        run = copy.deepcopy(base[0])
+        run["id"] = f"kp:trace:run-{k}"
+        run["steps"] = run["steps"][:4] + copy.deepcopy(other["steps"][1:16])
+        for i, step in enumerate(run["steps"]):
+            step["step_id"] = i
+        runs.append(run)
+    traces = [short, *runs]
+    facets = copy_facets([kp.ReasoningTrace.model_validate(t) for t in traces])
+    held = [float(estimated_similarity(facets[0].signature, f.signature)) for f in facets[1:]]
+    apart = [
+        float(estimated_similarity(facets[a].signature, facets[b].signature))
+        for a in range(1, 7)
+        for b in range(a + 1, 7)
+    ]
+    # The construction: each run holds the short trace, below the threshold, and the runs are
+    # no copies of one another.
+    assert all(0.25 <= j < COPY_SIMILARITY for j in held), held
+    assert max(apart) < COPY_SIMILARITY, apart
+    result = curate_copies(traces)
+    assert sorted(t.id for t in result.kept) == [f"kp:trace:run-{k}" for k in range(6)]
+    (group,) = result.groups
+    most_like = f"kp:trace:run-{max(range(6), key=lambda k: (held[k], -k))}"
+    assert group.kept == most_like
+    assert [d.id for d in group.duplicates] == ["kp:trace:short"]

@@ -89,12 +89,15 @@ class CopyGraph:
             pairs = _with_same_steps(
                 pairs, steps[representatives], sketches, signatures, matrix_rows, scheme
             )
-        # Both directions, then by class and most similar first (ties: the other's first
-        # position, which is its smallest: positions are in id order).
-        a = np.concatenate((pairs.first, pairs.second))
-        b = np.concatenate((pairs.second, pairs.first))
-        sims = np.concatenate((pairs.similarity, pairs.similarity))
         rep = representatives.astype(np.int64)
+        # Both directions, then by class and most similar first (ties: the other's first
+        # position, which is its smallest: positions are in id order). A pair joined only
+        # because one is held in the other goes one way: see _held_edges.
+        both = ~pairs.held
+        held_from, held_to, held_sims = _held_edges(pairs, sizes, representatives, rep)
+        a = np.concatenate((pairs.first[both], pairs.second[both], held_from))
+        b = np.concatenate((pairs.second[both], pairs.first[both], held_to))
+        sims = np.concatenate((pairs.similarity[both], pairs.similarity[both], held_sims))
         sort = np.lexsort((rep[b] if len(b) else b, -sims, a))
         a, b, sims = a[sort], b[sort], sims[sort]
         near_offsets = np.zeros(classes + 1, dtype=np.int64)
@@ -144,6 +147,34 @@ class CopyGraph:
     def wordless(self) -> int:
         """Traces with no word: in no class, never grouped."""
         return int((self.class_of < 0).sum())
+
+
+def _held_edges(
+    pairs: NearPairs,
+    sizes: npt.NDArray[np.int64] | None,
+    representatives: npt.NDArray[np.int64],
+    rep: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The pairs joined only by containment, as one-way edges (longer class → shorter): a
+    truncated copy joins the group of the one run it is most like (highest similarity, ties:
+    the smallest first position), never the reverse. A short trace is held in many long runs
+    of other tasks (a few common turns); were the edges both ways, it would count them all
+    as its copies, lead a group and drop them all (issue 33's lost families)."""
+    empty = np.zeros(0, dtype=np.int64)
+    if not pairs.held.any() or sizes is None:
+        return empty, empty, np.zeros(0)
+    first, second = pairs.first[pairs.held], pairs.second[pairs.held]
+    similarity = pairs.similarity[pairs.held]
+    size = sizes[representatives]
+    longer_first = size[first] >= size[second]
+    long = np.where(longer_first, first, second)
+    short = np.where(longer_first, second, first)
+    # The best container of each short class: most similar, then the smallest position.
+    order = np.lexsort((rep[long], -similarity, short))
+    short, long, similarity = short[order], long[order], similarity[order]
+    best = np.ones(len(short), dtype=bool)
+    best[1:] = short[1:] != short[:-1]
+    return long[best], short[best], similarity[best]
 
 
 #: 16 zero bytes: a trace whose steps do not identify it.
@@ -218,4 +249,5 @@ def _with_same_steps(
         np.concatenate((pairs.second, second[keep])),
         np.concatenate((pairs.similarity, similarity[keep])),
         pairs.candidates + int((~known).sum()),
+        np.concatenate((pairs.held, np.zeros(int(keep.sum()), dtype=bool))),
     )

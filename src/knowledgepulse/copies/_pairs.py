@@ -105,12 +105,15 @@ def _merged(parts: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
 @dataclass
 class NearPairs:
     """Pairs of rows (``first`` < ``second``) whose estimated similarity is ≥ the threshold,
-    with it; ``candidates`` is how many distinct pairs the bands proposed."""
+    with it; ``candidates`` is how many distinct pairs the bands proposed. ``held`` marks the
+    pairs joined only because one is held in the other (below the threshold): a truncated
+    copy belongs to its run, never the run to it."""
 
     first: npt.NDArray[np.int64]
     second: npt.NDArray[np.int64]
     similarity: npt.NDArray[np.float64]
     candidates: int
+    held: npt.NDArray[np.bool_]
 
 
 def _band_pairs(keys: npt.NDArray[np.uint64], n: int) -> npt.NDArray[np.int64]:
@@ -160,10 +163,10 @@ def near_pairs(
     n = signatures.shape[0] if rows is None else len(rows)
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
-        return NearPairs(empty, empty, np.zeros(0), 0)
+        return NearPairs(empty, empty, np.zeros(0), 0, np.zeros(0, dtype=bool))
     # One band's keys at a time: memory holds n keys and the pairs, not n x bands keys.
     codes = distinct_band_pairs(signatures, scheme, rows)
-    firsts, seconds, sims = [], [], []
+    firsts, seconds, sims, helds = [], [], [], []
     for start in range(0, len(codes), VERIFY_BLOCK):
         block = codes[start : start + VERIFY_BLOCK]
         first, second = block // n, block % n
@@ -171,15 +174,21 @@ def near_pairs(
             estimated_similarity(gather(signatures, rows, first), gather(signatures, rows, second)),
             dtype=np.float64,
         )
-        keep = similarity >= threshold
+        near = similarity >= threshold
+        keep = near.copy()
         if sizes is not None:
             held = contained(similarity, sizes[first], sizes[second]) >= scheme.contained
             keep |= held & (similarity >= scheme.contained_floor)
         firsts.append(first[keep])
         seconds.append(second[keep])
         sims.append(similarity[keep])
+        helds.append(~near[keep])
     if not firsts:
-        return NearPairs(empty, empty, np.zeros(0), 0)
+        return NearPairs(empty, empty, np.zeros(0), 0, np.zeros(0, dtype=bool))
     return NearPairs(
-        np.concatenate(firsts), np.concatenate(seconds), np.concatenate(sims), len(codes)
+        np.concatenate(firsts),
+        np.concatenate(seconds),
+        np.concatenate(sims),
+        len(codes),
+        np.concatenate(helds),
     )
