@@ -306,3 +306,21 @@ def test_a_short_trace_held_in_runs_of_other_tasks_joins_one_and_drops_none() ->
     most_like = f"kp:trace:run-{max(range(6), key=lambda k: (held[k], -k))}"
     assert group.kept == most_like
     assert [d.id for d in group.duplicates] == ["kp:trace:short"]
+
+
+@pytest.mark.parametrize("content", ["", "not json\n{\"id\": 3}\n"])
+def test_kp_curate_of_a_pile_with_no_trace_keeps_none_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    """An empty file, or one whose every line is rejected, leaves no trace to group: before,
+    the copy decision reshaped its empty message sketches and ``kp curate`` ended with an
+    internal error."""
+    source = tmp_path / "pile.jsonl"
+    source.write_text(content, encoding="utf-8")
+    kept, groups = tmp_path / "kept.jsonl", tmp_path / "groups.jsonl"
+    argv = ["curate", str(source), "-o", str(kept), "--groups", str(groups)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "internal error" not in err
+    assert code == (0 if not content else 1), err
+    assert kept.read_text() == "" and groups.read_text() == ""

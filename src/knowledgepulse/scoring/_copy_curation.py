@@ -47,6 +47,7 @@ from ..copies import (
     facets_of_texts,
     trace_texts,
 )
+from ..copies._facet import MESSAGE_SLOTS
 from ..copies._graph import NO_STEPS
 from ._curation import (
     CurationResult,
@@ -212,7 +213,7 @@ class CopyCuration:
         values = np.frombuffer(self._values, dtype=np.float64)[order]
         digests = np.frombuffer(self._digests, dtype="V16")[order]
         steps = np.frombuffer(self._steps, dtype="V16")[order]
-        messages = np.frombuffer(self._messages, dtype=np.uint8).reshape(n, -1)[order]
+        messages = np.frombuffer(self._messages, dtype=np.uint8).reshape(n, MESSAGE_SLOTS)[order]
         sizes = np.frombuffer(self._sizes, dtype=np.int64)[order]
         has_words = np.frombuffer(self._words, dtype=np.uint8)[order].astype(bool)
         self._values, self._sizes = array("d"), array("q")
