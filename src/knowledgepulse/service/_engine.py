@@ -60,6 +60,9 @@ HIDDEN = "a stored trace"
 #: A key id (``kb._keys.new_key``: 6 random bytes in hex) after the ``/`` of a namespaced id.
 _NAMESPACE = re.compile(r"/[0-9a-f]{12}\Z")
 
+#: Why a contribution conflicts.
+_TAKEN = "another key contributed a trace with this id; give the trace a new id"
+
 
 class UnstorableId(ValueError):
     """A trace id the service does not store (:func:`id_problem` says why)."""
@@ -316,9 +319,7 @@ class Engine:
         results: list[Contribution] = []
         for position, (trace, row) in enumerate(zip(traces, ids)):
             score = scores.get(position)
-            mine = None
-            if score is not None:
-                mine = ScoreRecord.of(score, trace, threshold=self.threshold)
+            mine = None if score is None else ScoreRecord.of(score, trace, threshold=self.threshold)
             if mine is not None and mine.stored == "added":  # the base stored it, and said so
                 results.append(self._result(mine, "accepted", viewer))
             elif row not in stored:
@@ -327,8 +328,8 @@ class Engine:
                 results.append(self._result(mine, "rejected", viewer))
             elif viewer.can_see(access[row]):
                 results.append(self._already_stored(trace.id, stored[row], viewer))
-            else:
-                results.append(self._conflict(trace.id))
+            else:  # only between two looks at the base (contribute then tries again)
+                results.append(self._unscored(trace.id, "conflict", _TAKEN))
         return results
 
     def _already_stored(
@@ -339,15 +340,10 @@ class Engine:
         if previous is not None:
             record = previous.model_copy(update={"stored": "already_stored"})
             return self._result(record, "already_stored", viewer)
-        return Contribution(
-            id=trace_id,
-            status="already_stored",
-            accepted=True,
-            value=None,
-            threshold=self.threshold,
-            explanation="this id was stored before, without a score record the service can read",
-            nearest=None,
-            record=None,
+        return self._unscored(
+            trace_id,
+            "already_stored",
+            "this id was stored before, without a score record the service can read",
         )
 
     def _result(
@@ -368,15 +364,17 @@ class Engine:
             record=record,
         )
 
-    def _conflict(self, trace_id: str) -> Contribution:
-        # Only between two looks at the base (see contribute, which then tries again).
+    def _unscored(
+        self, trace_id: str, status: ContributionStatus, explanation: str
+    ) -> Contribution:
+        """An answer without a record: no value, no nearest trace."""
         return Contribution(
             id=trace_id,
-            status="conflict",
-            accepted=False,
+            status=status,
+            accepted=status == "already_stored",
             value=None,
             threshold=self.threshold,
-            explanation="another key contributed a trace with this id; give the trace a new id",
+            explanation=explanation,
             nearest=None,
             record=None,
         )
