@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._paths import check_outputs, input_files
 from ._progress import phase_progress, silent_console
-from ._report import CurateBy, CurateFirstPass, CurateSummary, RunReport
+from ._report import CurateBy, CurateFirstPass, CurateStop, CurateSummary, RunReport
 from ._run import Run, open_writer, read_conversions
 from ._signals import signals_held, signals_restored
 from ._verbs import check_format
@@ -64,6 +64,17 @@ class RayCurator(Protocol):
         first_pass: Embedder | None,
         candidate_similarity: float | None,
     ) -> CurationResult: ...
+
+
+def static_model_note() -> str | None:
+    """That the static model is about to be built, and why (it names the path), when it is:
+    the library's own warning goes to a logger ``kp`` does not print."""
+    from ..embedding import static_model_problem
+
+    problem = static_model_problem()
+    if problem is None:
+        return None
+    return f"static model: {problem}; building it now (minutes on a slow machine, once)"
 
 
 def default_work_dir(output: str) -> Path:
@@ -139,12 +150,10 @@ class _Curate:
         self.say(f"embedder: {self.embedder.name}{reason}")
         if self.first_pass is None:
             return
-        from ..embedding import static_model_problem
-
         self.say(f"first pass: {self.first_pass.name}")
-        problem = static_model_problem()
-        if problem is not None:
-            self.say(f"static model: {problem}; building it now (minutes on a slow machine, once)")
+        note = static_model_note()
+        if note is not None:
+            self.say(note)
 
     def open_base(self, stack: ExitStack) -> KnowledgeBase | None:
         """The knowledge base whose traces count as seen, closed with ``stack`` when opened
@@ -349,9 +358,7 @@ def _counted(summary: CurateSummary, outcome: CurationOutcome) -> CurateSummary:
     )
 
 
-def _stopped(
-    job: _Curate, run: Run, summary: CurateSummary, when: Literal["reading", "curating"]
-) -> RunReport:
+def _stopped(job: _Curate, run: Run, summary: CurateSummary, when: CurateStop) -> RunReport:
     return _report(job, run, summary.model_copy(update={"stopped_while": when}))
 
 
@@ -413,7 +420,7 @@ def _embedding_streaming(job: _Curate, stack: ExitStack) -> RunReport:
     read, tally.processed = tally.processed, 0
     summary = job.summary()
 
-    def stopped(when: Literal["reading", "curating"]) -> RunReport:
+    def stopped(when: CurateStop) -> RunReport:
         curation.close()
         curation.discard_scratch()  # what a re-run makes again anyway: only the vectors stay
         kept = summary.model_copy(update={"stored_vectors": curation.stored_vectors})

@@ -202,6 +202,8 @@ class CurateFirstPass(BaseModel):
 #: How a curation groups traces: ``copies`` (digest and MinHash), ``task`` (attempts at one
 #: task), ``embedding`` (whole-trace cosine).
 CurateBy = Literal["copies", "task", "embedding"]
+#: When a stop came in a curation: while it read the traces, or while it grouped them.
+CurateStop = Literal["reading", "curating"]
 
 
 class CurateSummary(BaseModel):
@@ -231,7 +233,7 @@ class CurateSummary(BaseModel):
     work_dir: str | None = None
     #: After a stop: the embeddings kept in ``work_dir`` for the next run (None: none kept).
     stored_vectors: int | None = None
-    stopped_while: Literal["reading", "curating"] | None = None
+    stopped_while: CurateStop | None = None
 
     @property
     def streamed(self) -> bool:
