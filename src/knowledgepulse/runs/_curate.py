@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._paths import check_outputs, input_files
 from ._progress import phase_progress, silent_console
 from ._report import CurateBy, CurateFirstPass, CurateStop, CurateSummary, RunReport
 from ._run import Run, open_writer, read_conversions
 from ._signals import signals_held, signals_restored
-from ._verbs import check_format
+from ._verbs import checked_inputs
 
 if TYPE_CHECKING:
     from .._schema import ReasoningTrace
@@ -267,9 +266,7 @@ def curate_files(
     ConversionError (unknown format), :class:`~._paths.OutputOverwritesInput` and ValueError
     (settings that do not combine) before anything is read.
     """
-    files = input_files(paths)
-    check_format(source_format)
-    check_outputs(files, output=output, groups=groups, rejects=rejects)
+    files = checked_inputs(paths, source_format, output=output, groups=groups, rejects=rejects)
     _check_settings(by, embedder, keep_per_task, kb, ray, first_pass, candidate_similarity)
     job = _Curate(
         files=files,
