@@ -102,7 +102,7 @@ def hashers_for(workers: int | None, files: Sequence[str]) -> int:
 
 @dataclass
 class _Curate:
-    """One ``curate_files`` call: its settings, console and what it has found so far."""
+    """One ``curate_files`` call: its settings and where it says what it does."""
 
     files: list[str]
     by: CurateBy
