@@ -14,8 +14,8 @@
 - :func:`capture` / :func:`captured` — record an agent's ``openai``/``anthropic`` calls as a
   trace, score it and share it when it passes (:class:`CapturedRun`).
 - :func:`validate_files`, :func:`convert_files`, :func:`redact_files`, :func:`evaluate_files`,
-  :func:`score_files` — ``kp validate``, ``kp import``, ``kp redact``, ``kp eval`` and
-  ``kp score`` as library verbs, each returning a :class:`RunReport`
+  :func:`score_files`, :func:`curate_files` — ``kp validate``, ``kp import``, ``kp redact``,
+  ``kp eval``, ``kp score`` and ``kp curate`` as library verbs, each returning a :class:`RunReport`
   (counts, rejections with file/line/field, summary, timings) that renders itself.
 - :func:`recall` — the stored traces most like a task, as worked examples for a prompt
   (:class:`Recall`); :mod:`knowledgepulse.mcp_server` serves them to agents over MCP.
@@ -124,6 +124,9 @@ if TYPE_CHECKING:
         convert_files as convert_files,
     )
     from .runs import (
+        curate_files as curate_files,
+    )
+    from .runs import (
         evaluate_files as evaluate_files,
     )
     from .runs import (
@@ -228,6 +231,7 @@ _LAZY: dict[str, str] = {
             "RejectedRecord",
             "RunReport",
             "convert_files",
+            "curate_files",
             "evaluate_files",
             "redact_files",
             "score_files",

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import time
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ..distributed._cli import check_engine, engine_options
-from ..runs import Run, open_writer, phase_progress, signals_held, stderr_console
+from ..runs import stderr_console
 from ._app import app
-from ._curate_run import read_into, stopped
 from ._options import (
     PATHS_HELP,
     batch_size_option,
@@ -27,7 +23,11 @@ from ._options import (
     quiet_option,
     rejects_option,
 )
-from ._run import check_paths, refuse_overwriting_inputs
+from ._run import check_format, check_paths, print_report, refuse_overwriting_inputs
+
+if TYPE_CHECKING:
+    from ..embedding import Embedder
+    from ..runs._report import CurateBy
 
 
 @app.command(
@@ -122,7 +122,7 @@ def curate_command(
     paths: tuple[str, ...],
     output: str,
     groups: str,
-    decider: str,
+    decider: CurateBy,
     keep_per_task: int,
     similarity: float | None,
     kb: str | None,
@@ -144,10 +144,8 @@ def curate_command(
     quiet: bool,
 ) -> None:
     """Drop copies: keep the most valuable trace of each group of copies, whatever the order."""
-    from ..copies import COPY_SIMILARITY
-    from ..embedding import choose_embedder
     from ..importers import ImportOptions
-    from ..scoring._curation import DEFAULT_SIMILARITY
+    from ..runs import curate_files
 
     _check_options(
         engine, address, workers, first_pass, kb, candidate_similarity, quiet or decider == "copies"
@@ -161,115 +159,57 @@ def curate_command(
     registry = profile_registry(profiles)
     files = check_paths(paths)
     refuse_overwriting_inputs(files, output=output, groups=groups, rejects=rejects)
-    if decider == "copies":
-        chosen = None
-        default_similarity = COPY_SIMILARITY
-    else:
-        from ..scoring._task_curation import TASK_SIMILARITY
+    check_format(source_format)
+    chosen = None
+    if decider != "copies":
+        from ..embedding import choose_embedder
 
         chosen = choose_embedder(embedder_choice, bulk=True)
         if chosen.embedder is None:
             raise click.UsageError(
                 f"kp curate --by {decider} compares embeddings, and there is none: {chosen.reason}"
             )
-        default_similarity = DEFAULT_SIMILARITY if decider == "embedding" else TASK_SIMILARITY
-    job = _Job(
-        files=files,
-        source_format=source_format,
-        options=ImportOptions(task_domain=task_domain, success=success, confidence=confidence),
+    ray = None
+    if engine == "ray":
+        from ..distributed._cli import RayCuration
+
+        ray = RayCuration(address, workers)
+    console = stderr_console()
+    report = curate_files(
+        files,
         output=output,
         groups=groups,
-        threshold=similarity if similarity is not None else default_similarity,
+        by=decider,
+        similarity=similarity,
+        embedder=None if chosen is None else chosen.embedder,
+        embedder_reason=None if chosen is None else chosen.reason,
+        keep_per_task=keep_per_task,
         kb=kb,
-        chosen=chosen,
-        registry=registry,
+        profiles=registry,
         batch_size=batch_size,
-        work_dir=Path(work_dir) if work_dir is not None else default_work_dir(output),
-        first_pass=first_pass,
+        work_dir=work_dir,
+        first_pass=_first_pass_embedder(first_pass),
         candidate_similarity=candidate_similarity,
+        source_format=source_format,
+        options=ImportOptions(task_domain=task_domain, success=success, confidence=confidence),
         rejects=rejects,
         max_errors=max_errors,
-        engine=engine,
-        address=address,
         workers=workers,
-        quiet=quiet,
-        console=stderr_console(),
+        ray=ray,
+        console=console,
+        progress=not quiet,
     )
-    if decider == "task":
-        from ._curate_copies import curate_tasks_in_memory
-
-        raise click.exceptions.Exit(curate_tasks_in_memory(job, keep_per_task))
-    if decider == "copies":
-        from ._curate_copies import curate_copies_in_memory, curate_copies_streaming
-
-        run_copies = curate_copies_in_memory if engine == "ray" else curate_copies_streaming
-        raise click.exceptions.Exit(run_copies(job))
-    if engine == "ray":
-        raise click.exceptions.Exit(_curate_in_memory(job))
-    raise click.exceptions.Exit(_curate_streaming(job))
+    print_report(console, report, quiet)
+    raise click.exceptions.Exit(report.exit_code())
 
 
-def default_work_dir(output: str) -> Path:
-    """``.NAME.kp-curate`` beside the output ``-o NAME`` (in the current directory for -)."""
-    if output == "-":
-        return Path(".kp-curate")
-    target = Path(output)
-    return target.with_name(f".{target.name}.kp-curate")
+def _first_pass_embedder(first_pass: str) -> Embedder | None:
+    """The static embedder for ``--first-pass static`` (None for ``none``)."""
+    if first_pass != "static":
+        return None
+    from ..embedding import choose_embedder
 
-
-@dataclass
-class _Job:
-    """What ``kp curate`` was asked to do."""
-
-    files: list[str]
-    source_format: str
-    options: Any
-    output: str
-    groups: str
-    threshold: float
-    kb: str | None
-    chosen: Any
-    registry: Any
-    batch_size: int
-    work_dir: Path
-    first_pass: str
-    candidate_similarity: float | None
-    rejects: str | None
-    max_errors: int | None
-    engine: str
-    address: str | None
-    workers: int | None
-    quiet: bool
-    console: Any
-
-    def run(self, stack: ExitStack, phase: str = "reading") -> Run:
-        return Run(
-            stack,
-            label=phase,
-            quiet=self.quiet,
-            rejects=self.rejects,
-            max_errors=self.max_errors,
-            console=self.console,
-        )
-
-    def open_base(self, stack: ExitStack) -> Any:
-        if self.kb is None:
-            return None
-        from ..kb import EmbeddingIdentity, open_knowledge_base
-
-        # Copies need no embedder: the base is opened as it is (its identity unchanged).
-        # Embedding curation compares whole-trace vectors (a base of task vectors is refused).
-        identity = (
-            None if self.chosen is None else EmbeddingIdentity.of(self.chosen.embedder, "seed")
-        )
-        base = open_knowledge_base(self.kb, identity)
-        stack.callback(base.close)
-        return base
-
-    def say_embedder(self) -> None:
-        if not self.quiet:
-            embedder = self.chosen.embedder
-            self.console.print(f"embedder: {embedder.name} — {self.chosen.reason}", markup=False)
+    return choose_embedder("static").embedder
 
 
 def _check_options(
@@ -296,169 +236,3 @@ def _check_options(
         )
     if candidate_similarity is not None and first_pass == "none":
         raise click.UsageError("--candidate-similarity applies to --first-pass static only")
-
-
-def _curate_streaming(job: _Job) -> int:
-    """Read once, keep a few numbers per trace in memory and the rest in the work directory."""
-    from ..scoring._spool import remove_work_dir
-    from ..scoring._stream_curation import StreamingCuration
-
-    job.say_embedder()  # embedding goes on while reading
-    with ExitStack() as stack:
-        curation = StreamingCuration(
-            job.work_dir,
-            embedder=job.chosen.embedder,
-            similarity=job.threshold,
-            kb=job.open_base(stack),
-            profiles=job.registry,
-            batch_size=job.batch_size,
-            first_pass=_first_pass(job),
-            candidate_similarity=job.candidate_similarity,
-        )
-        stack.callback(curation.close)
-        run = read_into(job, stack, curation.add, curation.finish_reading, phase="embedding")
-        tally = run.tally
-        # Until the outputs are written, every record read counts as not processed.
-        read, tally.processed = tally.processed, 0
-        if tally.interrupted:
-            return stopped(
-                job,
-                tally,
-                "interrupted before curating: nothing was written" + _kept_note(job, curation),
-            )
-        run.stop_display()
-        phases = {"search": "finding near-duplicates", "decide": "deciding candidates"}
-        with run, phase_progress(job.console, not job.quiet, phases) as shown:
-            curation.decide(progress=shown)
-        if tally.interrupted:
-            return stopped(
-                job,
-                tally,
-                "interrupted while curating: nothing was written" + _kept_note(job, curation),
-            )
-        kept_out = open_writer(stack, job.output)
-        groups_out = open_writer(stack, job.groups)
-        with signals_held():
-            curation.write(kept_out.write_line, groups_out.write_line)
-            tally.processed = read
-    remove_work_dir(job.work_dir)
-    if not job.quiet:
-        tally.print_folded()
-        job.console.print(tally.accounting(), highlight=False)
-        _say_result(job, len(curation), curation.kept_count, curation.dropped, curation.groups)
-        if curation.repeated:
-            job.console.print(f"repeated ids: {curation.repeated} traces read twice counted once")
-        if curation.reused:
-            job.console.print(
-                f"embeddings: {curation.reused:,} reused from an earlier run, "
-                f"{curation.embedded:,} made",
-                highlight=False,
-            )
-        if curation.first_pass is not None:
-            _say_first_pass(job, curation)
-        job.console.print(took_line(curation.timings, len(curation)), highlight=False)
-    return int(tally.exit_code())
-
-
-def _say_first_pass(job: _Job, curation: Any) -> None:
-    decided = curation.decided_embedded + curation.decided_reused
-    line = (
-        f"first pass: {curation.candidate_pairs:,} candidate pairs (static cosine ≥ "
-        f"{curation.candidate_similarity:g}); {curation.embedder.name} decided them, "
-        f"embedding {decided:,} of {len(curation):,} traces"
-    )
-    if curation.decided_reused:
-        line += f" ({curation.decided_reused:,} reused from an earlier run)"
-    job.console.print(line, highlight=False, markup=False)
-
-
-def _kept_note(job: _Job, curation: Any) -> str:
-    curation.close()
-    curation.discard_scratch()  # what a re-run makes again anyway: only the vectors stay
-    return f"; {curation.stored_vectors:,} embeddings are kept in {job.work_dir} for the next run"
-
-
-def took_line(timings: Any, traces: int) -> str:
-    """``took 12.3 s (812 traces/s): read 2.0 s, embed 8.1 s, search 1.9 s, write 0.3 s``."""
-    total = time.perf_counter() - timings.started
-    rate = traces / total if total > 0 else 0.0
-    return (
-        f"took {total:.1f} s ({rate:,.0f} traces/s): read {timings.read:.1f} s, embed "
-        f"{timings.embed:.1f} s, search {timings.search:.1f} s, write {timings.write:.1f} s"
-    )
-
-
-def _say_result(job: _Job, distinct: int, kept: int, dropped: int, groups: int) -> None:
-    job.console.print(
-        f"traces: {distinct}   kept {kept}   dropped {dropped} as "
-        f"near-duplicates (cosine ≥ {job.threshold:g}) in {groups} groups",
-        highlight=False,
-    )
-
-
-def _curate_in_memory(job: _Job) -> int:
-    """``--engine ray``: every trace is read into memory first."""
-    from ..distributed._cli import ray_curate
-
-    pile: list[Any] = []
-    console = job.console
-    with ExitStack() as stack:
-        base = job.open_base(stack)
-        run = read_into(job, stack, pile.append)
-        tally = run.tally
-        if tally.interrupted:
-            return stopped(job, tally, "interrupted before curating: nothing was written")
-        job.say_embedder()
-        read, tally.processed = tally.processed, 0
-        with run:
-            result = ray_curate(
-                stack,
-                pile,
-                job.chosen.embedder,
-                job.address,
-                job.workers,
-                similarity=job.threshold,
-                kb=base,
-                profiles=job.registry,
-                first_pass=_first_pass(job),
-                candidate_similarity=job.candidate_similarity,
-            )
-            tally.processed = read
-        if tally.interrupted:
-            return stopped(job, tally, "interrupted while curating: nothing was written")
-        kept_out = open_writer(stack, job.output)
-        groups_out = open_writer(stack, job.groups)
-        with signals_held():
-            for trace in result.kept:
-                kept_out.write_line(trace.to_json())
-            for group in result.groups:
-                groups_out.write_json(group.to_dict())
-    if not job.quiet:
-        tally.print_folded()
-        console.print(tally.accounting(), highlight=False)
-        distinct = len(result.values)
-        _say_result(job, distinct, len(result.kept), result.dropped, len(result.groups))
-        if result.embedded is not None:
-            console.print(
-                f"first pass: {result.candidate_pairs:,} candidate pairs; "
-                f"{job.chosen.embedder.name} embedded {result.embedded:,} of {distinct:,} "
-                "traces on Ray",
-                highlight=False,
-                markup=False,
-            )
-        if len(pile) > distinct:
-            console.print(f"repeated ids: {len(pile) - distinct} traces read twice counted once")
-    return int(tally.exit_code())
-
-
-def _first_pass(job: _Job) -> Any:
-    if job.first_pass != "static":
-        return None
-    from ..embedding import choose_embedder
-    from ._static_cmd import say_if_building
-
-    cheap = choose_embedder("static").embedder
-    if not job.quiet:
-        job.console.print(f"first pass: {cheap.name}", markup=False)  # type: ignore[union-attr]
-    say_if_building(job.console, job.quiet)
-    return cheap

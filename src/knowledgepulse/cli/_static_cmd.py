@@ -39,12 +39,8 @@ def static_model_command(check: bool, rebuild: bool) -> None:
 def say_if_building(console: Any, quiet: bool) -> None:
     """Say that the static model is about to be built, and why (it names the path): the
     library's own warning goes to a logger kp does not print."""
-    from ..embedding import static_model_problem
+    from ..runs._curate import static_model_note
 
-    problem = static_model_problem()
-    if problem is not None and not quiet:
-        console.print(
-            f"static model: {problem}; building it now (minutes on a slow machine, once)",
-            markup=False,
-            highlight=False,
-        )
+    note = static_model_note()
+    if note is not None and not quiet:
+        console.print(note, markup=False, highlight=False)

@@ -1,4 +1,5 @@
-"""What ``kp score`` and ``kp curate`` need for ``--engine ray``: options and the Ray parts."""
+"""What ``kp score`` and ``kp curate`` need for ``--engine ray``: options and the Ray parts
+(:class:`RayCuration`, the curator ``kp curate`` hands :func:`~knowledgepulse.curate_files`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from .._schema import ReasoningTrace
+    from ..embedding import Embedder
+    from ..kb import KnowledgeBase
+    from ..scoring._curation import CurationResult
+    from ..scoring._profiles import ProfileRegistry
     from ..scoring._scorer import Scorer
     from ._scoring import RayScorer
 
@@ -100,31 +106,63 @@ def ray_reader(files: Any, source_format: str, options: Any) -> Any:
     return read_conversions_parallel(files, source_format, options)
 
 
-def ray_curate(
-    stack: ExitStack,
-    pile: list[Any],
-    embedder: Any,
-    address: str | None,
-    workers: int | None,
-    **settings: Any,
-) -> Any:
-    """:func:`curate_on_ray` on a pool started for it (stopped with ``stack``)."""
-    from ._cluster import cluster_cpus
-    from ._curation import curate_on_ray
-    from ._workers import EmbedPool, factory_for
+class RayCuration:
+    """``kp curate --engine ray``: a :class:`~knowledgepulse.runs.RayCurator` that curates the
+    pile on the cluster at ``address`` (None: a local Ray) with ``workers`` workers (None: one
+    per CPU of the cluster)."""
 
-    _connect(stack, address)
-    pool = EmbedPool(factory_for(embedder), workers or cluster_cpus(), 1.0)
-    stack.callback(pool.shutdown)
-    return curate_on_ray(pile, pool=pool, name=embedder.name, **settings)
+    def __init__(self, address: str | None, workers: int | None) -> None:
+        self.address, self.workers = address, workers
 
+    def copies(
+        self,
+        stack: ExitStack,
+        pile: list[ReasoningTrace],
+        *,
+        similarity: float,
+        kb: KnowledgeBase | None,
+        profiles: ProfileRegistry | None,
+    ) -> CurationResult:
+        """:func:`curate_copies_on_ray` on the cluster (connected, and stopped with ``stack``)."""
+        from ._cluster import cluster_cpus
+        from ._curation import curate_copies_on_ray
 
-def ray_curate_copies(
-    stack: ExitStack, pile: list[Any], address: str | None, workers: int | None, **settings: Any
-) -> Any:
-    """:func:`curate_copies_on_ray` on the cluster (connected, and stopped with ``stack``)."""
-    from ._cluster import cluster_cpus
-    from ._curation import curate_copies_on_ray
+        _connect(stack, self.address)
+        return curate_copies_on_ray(
+            pile,
+            workers=self.workers or cluster_cpus(),
+            similarity=similarity,
+            kb=kb,
+            profiles=profiles,
+        )
 
-    _connect(stack, address)
-    return curate_copies_on_ray(pile, workers=workers or cluster_cpus(), **settings)
+    def embedding(
+        self,
+        stack: ExitStack,
+        pile: list[ReasoningTrace],
+        embedder: Embedder,
+        *,
+        similarity: float,
+        kb: KnowledgeBase | None,
+        profiles: ProfileRegistry | None,
+        first_pass: Embedder | None,
+        candidate_similarity: float | None,
+    ) -> CurationResult:
+        """:func:`curate_on_ray` on a pool started for it (stopped with ``stack``)."""
+        from ._cluster import cluster_cpus
+        from ._curation import curate_on_ray
+        from ._workers import EmbedPool, factory_for
+
+        _connect(stack, self.address)
+        pool = EmbedPool(factory_for(embedder), self.workers or cluster_cpus(), 1.0)
+        stack.callback(pool.shutdown)
+        return curate_on_ray(
+            pile,
+            pool=pool,
+            name=embedder.name,
+            similarity=similarity,
+            kb=kb,
+            profiles=profiles,
+            first_pass=first_pass,
+            candidate_similarity=candidate_similarity,
+        )

@@ -3,11 +3,12 @@
 A run counts every input record exactly once, as processed, rejected (with file, line, field
 and reason) or, after a stop, not processed; it writes whole lines with Ctrl-C and SIGTERM
 held; it shows its phase and progress; and it returns one :class:`RunReport` that renders
-itself and round-trips to JSON. ``kp validate``, ``kp import``, ``kp redact``, ``kp eval`` and
-``kp score`` are the verbs below with options and printing.
+itself and round-trips to JSON. ``kp validate``, ``kp import``, ``kp redact``, ``kp eval``,
+``kp score`` and ``kp curate`` are the verbs below with options and printing.
 
 - :func:`validate_files`, :func:`convert_files`, :func:`redact_files`, :func:`evaluate_files`,
-  :func:`score_files` — the verbs.
+  :func:`score_files`, :func:`curate_files` — the verbs (:class:`RayCurator`: what
+  ``curate_files`` runs on Ray with).
 - :class:`RunReport` — counts, rejections (:class:`RejectedRecord`), summary, gates, timings
   and what stopped the run; :class:`RunCounts` and each verb's summary.
 - :class:`Run`, :class:`Tally`, :class:`Rejection`, :func:`read_units`,
@@ -24,6 +25,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ._curate import RayCurator as RayCurator
+    from ._curate import curate_files as curate_files
     from ._evaluate import GROUP_ALIASES as GROUP_ALIASES
     from ._evaluate import CaseSink as CaseSink
     from ._evaluate import CaseUnit as CaseUnit
@@ -36,6 +39,8 @@ if TYPE_CHECKING:
     from ._progress import silent_console as silent_console
     from ._progress import stderr_console as stderr_console
     from ._report import ConvertSummary as ConvertSummary
+    from ._report import CurateFirstPass as CurateFirstPass
+    from ._report import CurateSummary as CurateSummary
     from ._report import EvaluateSummary as EvaluateSummary
     from ._report import RedactSummary as RedactSummary
     from ._report import RejectedRecord as RejectedRecord
@@ -114,6 +119,8 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
             "ConvertSummary",
+            "CurateFirstPass",
+            "CurateSummary",
             "EvaluateSummary",
             "RedactSummary",
             "RejectedRecord",
@@ -128,6 +135,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["check_format", "convert_files", "redact_files", "validate_files"], "._verbs"),
     **dict.fromkeys(["GROUP_ALIASES", "CaseSink", "CaseUnit", "evaluate_files"], "._evaluate"),
     **dict.fromkeys(["ScoreSink", "WorkersRefused", "score_files"], "._score"),
+    **dict.fromkeys(["RayCurator", "curate_files"], "._curate"),
 }
 
 __all__ = sorted(_LAZY)

@@ -14,11 +14,10 @@ from contextlib import AbstractContextManager, ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ._paths import check_outputs, input_files
 from ._report import EvaluateSummary, RunReport
 from ._run import Run, open_writer, read_units
 from ._signals import signals_held, signals_restored
-from ._verbs import check_format
+from ._verbs import checked_inputs
 
 if TYPE_CHECKING:
     from ..io._input_record import InputRecord
@@ -101,9 +100,9 @@ def evaluate_files(
     from ..records import EvalRecord
     from ..rubrics import OutcomeAgreement, ReportBuilder, resolve_rubric
 
-    files = input_files(paths)
-    check_format(source_format)
-    check_outputs(files, output=output, report_json=report_json, rejects=rejects)
+    files = checked_inputs(
+        paths, source_format, output=output, report_json=report_json, rejects=rejects
+    )
     rubric = resolve_rubric(rubric).validate()
     cases = _judged_ahead(rubric, _cases(files, source_format, rubric))
     builder = ReportBuilder()

@@ -16,11 +16,10 @@ from contextlib import ExitStack, closing
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import KnowledgePulseError
-from ._paths import check_outputs, input_files
 from ._report import RunReport, ScoreRunSummary
 from ._run import Run, open_writer, read_conversions
 from ._signals import signals_held, signals_restored
-from ._verbs import check_format
+from ._verbs import checked_inputs
 
 if TYPE_CHECKING:
     from .._schema import ReasoningTrace
@@ -101,9 +100,7 @@ def score_files(
     from ..scoring._run import iter_scored_units
     from ..scoring._scorer import Scorer
 
-    files = input_files(paths)
-    check_format(source_format)
-    check_outputs(files, output=output, accepted=accepted, rejects=rejects)
+    files = checked_inputs(paths, source_format, output=output, accepted=accepted, rejects=rejects)
     engine = engine if engine is not None else Scorer()
     if accepted is not None and engine.threshold is None:
         raise ValueError("accepted traces need a threshold")

@@ -8,7 +8,7 @@ loop), writes whole lines with Ctrl-C and SIGTERM held, and returns a :class:`~.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from ._run import Run, open_writer, read_conversions
 from ._signals import signals_held, signals_restored
 
 if TYPE_CHECKING:
+    from .._schema import ReasoningTrace
     from ..importers import ImportOptions
     from ._tally import Lines
 
@@ -28,6 +29,20 @@ def check_format(source_format: str) -> None:
     from ..importers import read_traces
 
     read_traces([], source_format)
+
+
+def checked_inputs(paths: Sequence[str], source_format: str, **outputs: str | None) -> list[str]:
+    """The files a verb reads (directories expanded), once its format and its outputs (by
+    parameter name) are checked: what every verb does before it opens anything.
+
+    Raises FileNotFoundError for a missing path,
+    :class:`~knowledgepulse.importers.ConversionError` for an unknown format and
+    :class:`~._paths.OutputOverwritesInput` for an output naming an input or another output.
+    """
+    files = input_files(paths)
+    check_format(source_format)
+    check_outputs(files, **outputs)
+    return files
 
 
 def validate_files(
@@ -55,8 +70,7 @@ def validate_files(
     processed ones, the invalid the rejected. Raises FileNotFoundError for a missing path and
     :class:`~knowledgepulse.importers.ConversionError` for an unknown format.
     """
-    files = input_files(paths)
-    check_format(source_format)
+    files = checked_inputs(paths, source_format)
     with ExitStack() as stack:
         stack.enter_context(signals_restored())
         run = Run(
@@ -104,32 +118,19 @@ def convert_files(
     FileNotFoundError, :class:`~knowledgepulse.importers.ConversionError` (unknown format)
     and :class:`~._paths.OutputOverwritesInput` before anything is written.
     """
-    files = input_files(paths)
-    check_format(source_format)
-    check_outputs(files, output=output, rejects=rejects)
-    traces_out = 0
-    with ExitStack() as stack:
-        stack.enter_context(signals_restored())
-        out = open_writer(stack, output)
-        run = Run(
-            stack,
-            label="importing",
-            quiet=not progress,
-            rejects=rejects,
-            max_errors=max_errors,
-            console=console,
-        )
-        with run:
-            for conversion in read_conversions(files, source_format, options, run):
-                with signals_held():
-                    for trace in conversion.traces:
-                        out.write_line(trace.to_json())
-                    traces_out += len(conversion.traces)
-                    run.tally.outputs = traces_out
-                    if not conversion.problems:
-                        run.tally.processed += conversion.counted
-                run.step()
-    summary = ConvertSummary(traces_written=traces_out)
+    files = checked_inputs(paths, source_format, output=output, rejects=rejects)
+    run = _rewrite_traces(
+        files,
+        label="importing",
+        source_format=source_format,
+        options=options,
+        output=output,
+        rejects=rejects,
+        max_errors=max_errors,
+        console=console,
+        progress=progress,
+    )
+    summary = ConvertSummary(traces_written=run.tally.outputs)
     return RunReport.of_tally("convert", files, run.tally, summary)
 
 
@@ -163,35 +164,75 @@ def redact_files(
     """
     from ..redaction import redact_trace, resolve_policy
 
-    files = input_files(paths)
-    check_format(source_format)
+    files = checked_inputs(paths, source_format, output=output, rejects=rejects)
     if policy is not None:
         resolve_policy(policy)  # an unknown level is refused before anything is read
-    check_outputs(files, output=output, rejects=rejects)
     found: Counter[str] = Counter()
-    traces_out = 0
+
+    def redacted(trace: ReasoningTrace) -> tuple[ReasoningTrace, Mapping[str, int]]:
+        clean, report = redact_trace(trace, policy=policy)
+        return clean, report.counts
+
+    run = _rewrite_traces(
+        files,
+        label="redacting",
+        source_format=source_format,
+        options=None,
+        output=output,
+        rejects=rejects,
+        max_errors=max_errors,
+        console=console,
+        progress=progress,
+        rewrite=redacted,
+        found=found,
+    )
+    summary = RedactSummary(traces_written=run.tally.outputs, redacted=dict(found))
+    return RunReport.of_tally("redact", files, run.tally, summary)
+
+
+def _unchanged(trace: ReasoningTrace) -> tuple[ReasoningTrace, Mapping[str, int]]:
+    return trace, {}
+
+
+def _rewrite_traces(
+    files: list[str],
+    *,
+    label: str,
+    source_format: str,
+    options: ImportOptions | None,
+    output: str,
+    rejects: str | None,
+    max_errors: int | None,
+    console: Any,
+    progress: bool,
+    rewrite: Callable[[ReasoningTrace], tuple[ReasoningTrace, Mapping[str, int]]] = _unchanged,
+    found: Counter[str] | None = None,
+) -> Run:
+    """The loop of ``convert_files`` and ``redact_files``: each record's traces rewritten
+    (with the counts of what was changed, by kind, added to ``found``) and written, one JSON
+    line each, with Ctrl-C and SIGTERM held, so that the lines, ``outputs``, ``found`` and the
+    processed records agree however the run ends."""
     with ExitStack() as stack:
         stack.enter_context(signals_restored())
         out = open_writer(stack, output)
         run = Run(
             stack,
-            label="redacting",
+            label=label,
             quiet=not progress,
             rejects=rejects,
             max_errors=max_errors,
             console=console,
         )
         with run:
-            for conversion in read_conversions(files, source_format, None, run):
-                redacted = [redact_trace(trace, policy=policy) for trace in conversion.traces]
+            for conversion in read_conversions(files, source_format, options, run):
+                rewritten = [rewrite(trace) for trace in conversion.traces]
                 with signals_held():
-                    for trace, report in redacted:
+                    for trace, counts in rewritten:
                         out.write_line(trace.to_json())
-                        found.update(report.counts)
-                    traces_out += len(redacted)
-                    run.tally.outputs = traces_out
+                        if found is not None:
+                            found.update(counts)
+                    run.tally.outputs += len(rewritten)
                     if not conversion.problems:
                         run.tally.processed += conversion.counted
                 run.step()
-    summary = RedactSummary(traces_written=traces_out, redacted=dict(found))
-    return RunReport.of_tally("redact", files, run.tally, summary)
+    return run

@@ -54,6 +54,7 @@ from ._curation import (
     Duplicate,
     DuplicateGroup,
     distinct_traces,
+    relation_counts,
     stored_group,
     trace_value,
     walk,
@@ -266,9 +267,7 @@ class CopyCuration:
         out.write(dumps(group.to_dict()) + "\n")
         self.groups += 1
         self.dropped += len(group.duplicates)
-        for duplicate in group.duplicates:
-            relation = duplicate.relation or "near_copy"
-            self.by_relation[relation] = self.by_relation.get(relation, 0) + 1
+        relation_counts(self.by_relation, group.duplicates)
 
     def write(self, kept_line: Callable[[str], None], group_line: Callable[[str], None]) -> None:
         """Copy the kept traces (in input order) and the groups to their outputs."""
@@ -289,6 +288,14 @@ class CopyCuration:
     @property
     def kept_count(self) -> int:
         return int(self.kept.sum())
+
+    @property
+    def distinct(self) -> int:
+        return len(self.ids)
+
+    @property
+    def group_count(self) -> int:
+        return self.groups
 
     def close(self) -> None:
         self._hashing.close()

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,15 @@ from ._profiles import ProfileRegistry, global_registry
 if TYPE_CHECKING:
     from ..kb import KnowledgeBase
 
-__all__ = ["CurationResult", "Duplicate", "DuplicateGroup", "curate", "distinct_traces"]
+__all__ = [
+    "CurationOutcome",
+    "CurationResult",
+    "Duplicate",
+    "DuplicateGroup",
+    "curate",
+    "distinct_traces",
+    "relation_counts",
+]
 
 #: Cosine similarity from which two traces are near-duplicates, by default: the one threshold
 #: (``NEAR_DUPLICATE``, where the measurement behind it is said).
@@ -123,6 +131,60 @@ class CurationResult:
     @property
     def dropped(self) -> int:
         return sum(len(group.duplicates) for group in self.groups)
+
+    @property
+    def distinct(self) -> int:
+        """Traces curated (a repeated id once)."""
+        return len(self.values)
+
+    @property
+    def kept_count(self) -> int:
+        return len(self.kept)
+
+    @property
+    def group_count(self) -> int:
+        return len(self.groups)
+
+    @property
+    def by_relation(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for group in self.groups:
+            relation_counts(counts, group.duplicates)
+        return counts
+
+
+class CurationOutcome(Protocol):
+    """What every curation engine tells of the pile it curated, whether it held the pile in
+    memory (:class:`CurationResult`, also Ray's), or streamed it through a work directory
+    (:class:`~._stream_curation.StreamingCuration`, :class:`~._copy_curation.CopyCuration`):
+    the one shape :func:`knowledgepulse.curate_files` reads its summary from."""
+
+    @property
+    def distinct(self) -> int:
+        """Traces curated (a repeated id once)."""
+        ...
+
+    @property
+    def kept_count(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
+
+    @property
+    def group_count(self) -> int: ...
+
+    @property
+    def by_relation(self) -> dict[str, int]:
+        """The dropped traces by what joined them to the kept one (:func:`relation_counts`)."""
+        ...
+
+
+def relation_counts(counts: dict[str, int], duplicates: Iterable[Duplicate]) -> None:
+    """Count ``duplicates`` into ``counts`` by relation; a duplicate that names none (a
+    whole-trace cosine) counts as ``near_copy``."""
+    for duplicate in duplicates:
+        relation = duplicate.relation or "near_copy"
+        counts[relation] = counts.get(relation, 0) + 1
 
 
 def candidate_threshold(similarity: float, chosen: float | None = None) -> float:

@@ -38,6 +38,7 @@ from ._curation import (
     DEFAULT_SIMILARITY,
     candidate_threshold,
     check_settings,
+    relation_counts,
     stored_groups,
     trace_value,
     unit_rows,
@@ -144,6 +145,7 @@ class StreamingCuration:
         self.kept: np.ndarray[Any, np.dtype[np.bool_]] = np.zeros(0, dtype=bool)
         self.groups = 0
         self.dropped = 0
+        self.by_relation: dict[str, int] = {}
         self.scans = 0
 
     def __len__(self) -> int:
@@ -257,6 +259,7 @@ class StreamingCuration:
         out.write(dumps(group.to_dict()) + "\n")
         self.groups += 1
         self.dropped += len(group.duplicates)
+        relation_counts(self.by_relation, group.duplicates)
 
     def _canonical_matrix(self, order: np.ndarray[Any, np.dtype[np.int64]]) -> Any:
         """The vectors in id order, in a memory-mapped file of the work directory."""
@@ -284,6 +287,14 @@ class StreamingCuration:
     @property
     def kept_count(self) -> int:
         return int(self.kept.sum())
+
+    @property
+    def distinct(self) -> int:
+        return len(self.ids)
+
+    @property
+    def group_count(self) -> int:
+        return self.groups
 
     @property
     def stored_vectors(self) -> int:
