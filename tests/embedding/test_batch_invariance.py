@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from knowledgepulse.embedding import MiniLMOpenVINOEmbedder
 from knowledgepulse.embedding._windows import fixed_shape_batches, padded_width
 
-from ._shared import KINDS, kind_param
+from ._shared import KINDS, NOT_READY, READY, kind_param
 
 pytestmark = pytest.mark.embedder
 
@@ -58,6 +59,21 @@ def test_small_batches_give_the_same_bits(whole_text_embedder: Any) -> None:
     for batch_size in (1, 3):
         other = cls(windowing="whole", batch_size=batch_size)
         np.testing.assert_array_equal(other.embed(texts), expected)
+
+
+@pytest.mark.skipif(not READY["openvino"], reason=NOT_READY["openvino"])
+def test_openvino_streams_give_the_latency_bits() -> None:
+    """kp score's OpenVINO embedder (THROUGHPUT: a batch's calls side by side on several
+    streams) gives every text the bits of the one-stream LATENCY embedder, in any batch."""
+    texts = _texts()
+    latency = MiniLMOpenVINOEmbedder(windowing="whole")
+    streams = MiniLMOpenVINOEmbedder(windowing="whole", performance_hint="THROUGHPUT")
+    expected = np.vstack([latency.embed([t]) for t in texts])
+    np.testing.assert_array_equal(streams.embed(texts), expected)
+    np.testing.assert_array_equal(streams.embed(texts[::-1])[::-1], expected)
+    small = MiniLMOpenVINOEmbedder(windowing="whole", performance_hint="THROUGHPUT", batch_size=1)
+    np.testing.assert_array_equal(small.embed(texts), expected)
+    assert small._model().streams >= 1  # as many calls in flight as the CPU has streams
 
 
 def test_padded_width_is_the_end_of_the_16_token_block() -> None:

@@ -167,8 +167,12 @@ def test_auto_picks_openvino_bf16_on_a_native_bf16_cpu(monkeypatch: pytest.Monke
         == "openvino bf16: the CPU has native bf16 (the fastest runtime measured here)"
     )
     assert single.embedder is _openvino.shared_openvino_embedder()  # process-wide
+    assert single.embedder.performance_hint == "LATENCY"  # one short text fastest
     bulk = choose_embedder("auto", bulk=True)
-    assert bulk.embedder is single.embedder
+    # A bulk run's calls run side by side on the streams of the THROUGHPUT hint (same bits).
+    assert bulk.embedder is _openvino.shared_openvino_embedder(bulk=True)
+    assert isinstance(bulk.embedder, MiniLMOpenVINOEmbedder)
+    assert bulk.embedder.performance_hint == "THROUGHPUT"
     assert bulk.reason == single.reason
 
 

@@ -176,6 +176,9 @@ class _LoadedOpenVINO:
             },
         )
         del model
+        # THROUGHPUT compiles several streams of fewer threads each; calls are then spread
+        # over them (embed_windows), LATENCY has one stream of every thread.
+        self.streams = max(1, int(self.compiled.get_property("NUM_STREAMS")))
         self._requests = threading.local()
 
     def _request(self) -> Any:
@@ -185,27 +188,58 @@ class _LoadedOpenVINO:
             self._requests.request = request
         return request
 
+    def _queue(self) -> Any:
+        """This thread's queue of one inference request per stream."""
+        queue = getattr(self._requests, "queue", None)
+        if queue is None:
+            ov: Any = importlib.import_module("openvino")
+            queue = ov.AsyncInferQueue(self.compiled, self.streams)
+            self._requests.queue = queue
+        return queue
+
     def embed_windows(
         self, token_ids: list[npt.NDArray[np.int64]], batch_size: int, max_tokens: int
     ) -> npt.NDArray[np.float32]:
         """Unit-norm vectors of token-id windows ([CLS] ... [SEP]), one row per window."""
-        request = self._request()
         lengths = np.fromiter((len(x) for x in token_ids), dtype=np.int64, count=len(token_ids))
         out = np.empty((len(token_ids), _HIDDEN), dtype=np.float32)
         # One padded width per window length, whatever the batch: a window's vector depends
         # on the window alone (padded_width says why).
-        for chunk, width in fixed_shape_batches(
-            lengths, batch_size, max_tokens, self.tokenizer.window_length
-        ):
-            ids = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
-            for row, idx in enumerate(chunk):
-                n = int(lengths[idx])
-                ids[row, :n] = token_ids[idx]
-                mask[row, :n] = 1
-            result = request.infer({"input_ids": ids, "attention_mask": mask})
-            out[chunk] = result[0]
+        calls = fixed_shape_batches(lengths, batch_size, max_tokens, self.tokenizer.window_length)
+        if self.streams == 1 or len(calls) == 1:
+            request = self._request()
+            for chunk, width in calls:
+                result = request.infer(self._inputs(token_ids, lengths, chunk, width))
+                out[chunk] = result[0]
+            return out
+        # Several streams: the calls run side by side, one per stream, each on its own
+        # threads. A call's rows are computed at the same shape either way: the same bits.
+        queue = self._queue()
+
+        def done(request: Any, chunk: npt.NDArray[np.intp]) -> None:
+            out[chunk] = request.get_output_tensor(0).data
+
+        queue.set_callback(done)
+        for chunk, width in calls:
+            queue.start_async(self._inputs(token_ids, lengths, chunk, width), chunk)
+        queue.wait_all()
         return out
+
+    def _inputs(
+        self,
+        token_ids: list[npt.NDArray[np.int64]],
+        lengths: npt.NDArray[np.int64],
+        chunk: npt.NDArray[np.intp],
+        width: int,
+    ) -> dict[str, npt.NDArray[np.int64]]:
+        """The padded ids and attention mask of the windows ``chunk``, ``width`` wide."""
+        ids = np.full((len(chunk), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(chunk), width), dtype=np.int64)
+        for row, idx in enumerate(chunk):
+            n = int(lengths[idx])
+            ids[row, :n] = token_ids[idx]
+            mask[row, :n] = 1
+        return {"input_ids": ids, "attention_mask": mask}
 
 
 class MiniLMOpenVINOEmbedder(LazyMiniLM[_LoadedOpenVINO]):
@@ -224,7 +258,9 @@ class MiniLMOpenVINOEmbedder(LazyMiniLM[_LoadedOpenVINO]):
         max_batch_tokens: padded tokens per inference call at most (always >= 1 window).
         precision: ``"bf16"`` or ``"fp32"``; default bf16 where the CPU has native bf16.
         performance_hint: OpenVINO's ``"LATENCY"`` (one stream using every thread: fastest
-            for one caller) or ``"THROUGHPUT"`` (several streams, for concurrent callers).
+            for one short text) or ``"THROUGHPUT"`` (several streams of fewer threads; the
+            inference calls of one ``embed`` run side by side on them: fastest for many
+            texts, ``kp score``'s bulk choice). Either gives the same bits.
         windowing: ``"whole"`` or ``"first_window"``, as for
             :class:`~knowledgepulse.embedding.MiniLMEmbedder`.
         max_windows: most windows embedded per text.
@@ -279,20 +315,26 @@ class MiniLMOpenVINOEmbedder(LazyMiniLM[_LoadedOpenVINO]):
         return model.embed_windows(windows, self.batch_size, self.max_batch_tokens)
 
 
-_shared: dict[Windowing, MiniLMOpenVINOEmbedder] = {}
+_shared: dict[tuple[Windowing, bool], MiniLMOpenVINOEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_openvino_embedder(windowing: str | None = None) -> MiniLMOpenVINOEmbedder:
+def shared_openvino_embedder(
+    windowing: str | None = None, *, bulk: bool = False
+) -> MiniLMOpenVINOEmbedder:
     """The process-wide OpenVINO embedder for ``windowing`` (created on first call; the model
     loads lazily).
 
     Args:
         windowing: ``"whole"`` or ``"first_window"``; default ``$KNOWLEDGEPULSE_WINDOWING``,
             else ``"whole"``.
+        bulk: for many texts (``kp score`` on a file): the ``THROUGHPUT`` hint, whose streams
+            run a batch's inference calls side by side; else ``LATENCY``, fastest for one
+            short text. The same vectors, bit for bit.
     """
     mode = resolve_windowing(windowing)
     with _shared_lock:
-        if mode not in _shared:
-            _shared[mode] = MiniLMOpenVINOEmbedder(windowing=mode)
-        return _shared[mode]
+        if (mode, bulk) not in _shared:
+            hint = "THROUGHPUT" if bulk else "LATENCY"
+            _shared[mode, bulk] = MiniLMOpenVINOEmbedder(windowing=mode, performance_hint=hint)
+        return _shared[mode, bulk]

@@ -74,7 +74,7 @@ def choose_embedder(
             - ``"onnx"`` / ``"openvino"`` / ``"bf16"``: that embedder, or an error saying why
               not (``"openvino"`` runs in fp32 on a CPU without native bf16).
         bulk: the embedder will embed many texts (``kp score`` on a file), so throughput
-            matters more than load time.
+            matters more than load time (OpenVINO: the ``THROUGHPUT`` hint, the same vectors).
         windowing: ``"whole"`` (a long text is embedded whole, in windows) or
             ``"first_window"`` (cut at 256 tokens, as sentence-transformers does); default
             ``$KNOWLEDGEPULSE_WINDOWING``, else ``"whole"``. The embedder's ``windowing``
@@ -115,7 +115,7 @@ def choose_embedder(
     if choice == "openvino":
         check_openvino_runtime()
         require_model_dir(None, "The OpenVINO MiniLM embedder")
-        embedder = shared_openvino_embedder(mode)
+        embedder = shared_openvino_embedder(mode, bulk=bulk)
         return EmbedderChoice(embedder, "openvino", f"openvino {embedder.precision} (asked for)")
     if choice == "bf16":
         check_bf16_runtime()
@@ -169,7 +169,7 @@ def _choose_automatically(bulk: bool, windowing: Windowing) -> EmbedderChoice:
     why_not = _openvino_unsuitable()
     if why_not is None:
         return EmbedderChoice(
-            shared_openvino_embedder(windowing),
+            shared_openvino_embedder(windowing, bulk=bulk),
             "openvino",
             "openvino bf16: the CPU has native bf16 (the fastest runtime measured here)",
         )
