@@ -21,6 +21,7 @@ from knowledgepulse.copies import (
     DEFAULT_SCHEME,
     CopyGraph,
     CopyScheme,
+    band_keys,
     copy_facet,
     copy_facets,
     estimated_similarity,
@@ -398,3 +399,20 @@ def test_band_pairs_merged_as_they_come_are_the_distinct_pairs(
     every_band = _pairs.distinct_band_pairs(signatures, DEFAULT_SCHEME, rows)
     assert np.array_equal(once, every_band)
     assert len(once) >= 100 and np.all(np.diff(once) > 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 0xFFFF), min_size=128, max_size=128), st.integers(1, 5))
+def test_band_keys_at_once_are_each_bands_key(values: list[int], n: int) -> None:
+    """All bands keyed at once give, bit for bit, what keying each band alone gives (the keys
+    are stored in knowledge bases: an old base's keys must still be found)."""
+    from knowledgepulse.copies._pairs import band_key
+
+    signatures = np.array([values[k:] + values[:k] for k in range(n)], dtype=np.uint16)
+    keys = band_keys(signatures, DEFAULT_SCHEME)
+    assert keys.dtype == np.uint64 and keys.shape == (n, DEFAULT_SCHEME.bands)
+    for band in range(DEFAULT_SCHEME.bands):
+        assert np.array_equal(keys[:, band], band_key(signatures, DEFAULT_SCHEME, band))
+    # One known key: band 0 is the first four values, the first in the lowest 16 bits.
+    a, b, c, d = (int(v) for v in signatures[0, :4])
+    assert int(keys[0, 0]) == a | b << 16 | c << 32 | d << 48
