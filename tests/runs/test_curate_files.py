@@ -79,7 +79,7 @@ def test_copies_counts_rejections_and_summary_are_exact(source: Path, tmp_path: 
     )
     assert report.summary == CurateSummary(
         by="copies",
-        similarity=0.5,
+        similarity=0.6,
         traces=5,
         kept=4,
         dropped=1,
@@ -105,7 +105,7 @@ def test_the_report_renders_what_kp_curate_prints(source: Path, tmp_path: Path) 
     rendered = report.render()
     assert rendered.splitlines()[-5:-1] == [
         "records in: 8 = processed 6 + rejected 2",
-        "traces: 5   kept 4   dropped 1 as copies in 1 groups (exact, or estimated Jaccard ≥ 0.5)",
+        "traces: 5   kept 4   dropped 1 as copies in 1 groups (exact, or estimated Jaccard ≥ 0.6)",
         "dropped by relation: exact 1",
         "repeated ids: 1 traces read twice counted once",
     ]

@@ -131,7 +131,7 @@ def test_kp_curate_decides_copies_without_an_embedder(
     assert "records in: 101 = processed 100 + rejected 1" in err
     assert (
         "traces: 100   kept 40   dropped 60 as copies in 40 groups "
-        "(exact, or estimated Jaccard ≥ 0.5)" in err
+        "(exact, or estimated Jaccard ≥ 0.6)" in err
     )
     assert "dropped by relation: near_copy 60" in err
     lines = [json.loads(line) for line in groups.read_text().splitlines()]

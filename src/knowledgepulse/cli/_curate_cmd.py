@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     default=None,
     metavar="S",
     help="From which similarity two traces are copies: the estimated Jaccard similarity of "
-    "word shingles (default 0.5); with --by embedding the cosine (default 0.95).",
+    "word shingles (default 0.6); with --by embedding the cosine (default 0.95).",
 )
 @click.option(
     "--kb", metavar="FILE|URL", help="A knowledge base whose traces count as already seen."

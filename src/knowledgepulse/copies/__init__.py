@@ -37,7 +37,7 @@ from ._pairs import NearPairs, band_keys, near_pairs
 #: Estimated Jaccard similarity of word shingles of the run text from which two traces are
 #: copies (docs/knowledge-base.md: chosen on the realistic pile of ``python -m benchmarks
 #: copies``, above every pair of attempts at one tau-bench task).
-COPY_SIMILARITY = 0.5
+COPY_SIMILARITY = 0.6
 
 __all__ = [
     "COPY_SIMILARITY",
