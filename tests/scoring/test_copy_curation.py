@@ -308,7 +308,7 @@ def test_a_short_trace_held_in_runs_of_other_tasks_joins_one_and_drops_none() ->
     assert [d.id for d in group.duplicates] == ["kp:trace:short"]
 
 
-@pytest.mark.parametrize("content", ["", "not json\n{\"id\": 3}\n"])
+@pytest.mark.parametrize("content", ["", 'not json\n{"id": 3}\n'])
 def test_kp_curate_of_a_pile_with_no_trace_keeps_none_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
 ) -> None:
