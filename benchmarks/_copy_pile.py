@@ -547,7 +547,8 @@ def _edit(trace: dict[str, Any], detail: str, rng: random.Random, seed: str) -> 
         if copy_text(trace) == before:  # no name in it: nothing to swap
             return _edit(trace, "dropped_steps", rng, seed)
     elif detail == "truncation":
-        keep = max(2, math.ceil(len(steps) * rng.uniform(0.5, 0.9)))
+        # At most all but the last step: ceil of 90 % of a short run is the whole run.
+        keep = max(2, min(len(steps) - 1, math.ceil(len(steps) * rng.uniform(0.5, 0.9))))
         trace["steps"] = steps[:keep]
     elif detail == "dropped_steps":
         for _ in range(min(rng.randint(1, 3), len(steps) - 2)):

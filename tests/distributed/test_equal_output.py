@@ -158,7 +158,12 @@ def test_kp_curate_copies_on_ray_equals_local(
     kept_ids = [json.loads(line)["id"] for line in kept_text.splitlines()]
     # Every conversation kept, once: each group forms around its family's centre.
     assert code == 0 and len({i.split(":copy-")[0] for i in kept_ids}) == 60
-    assert len(kept_ids) == 60
+    # One copy is kept beside its conversation: copy-188 of task 8 lost a step and had words
+    # replaced (estimated Jaccard 0.594, held 0.803), under the default 0.6 and the truncation
+    # bar 0.85 (at 0.5 it was grouped; 0.6 loses fewer families on the realistic pile:
+    # docs/performance.md).
+    assert len(kept_ids) == 61
+    assert "kp:trace:openai:tau-bench:task-8:trial-0:copy-188" in kept_ids
 
 
 @pytest.mark.usefixtures("ray_session")
