@@ -295,11 +295,14 @@ def test_synthetic_reruns_run_texts_are_as_alike_as_tau_bench_attempts() -> None
 
     def run_similarities(groups: list[list[dict[str, Any]]]) -> list[float]:
         flat = [run for group in groups for run in group]
-        facets = copy_facets([kp.ReasoningTrace.model_validate(run) for run in flat])
+        signatures = []
+        for facet in copy_facets([kp.ReasoningTrace.model_validate(run) for run in flat]):
+            assert facet.signature is not None
+            signatures.append(facet.signature)
         found, start = [], 0
         for group in groups:
             for a, b in itertools.combinations(range(start, start + len(group)), 2):
-                found.append(float(estimated_similarity(facets[a].signature, facets[b].signature)))
+                found.append(float(estimated_similarity(signatures[a], signatures[b])))
             start += len(group)
         return found
 

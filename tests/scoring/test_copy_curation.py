@@ -289,10 +289,13 @@ def test_a_short_trace_held_in_runs_of_other_tasks_joins_one_and_drops_none() ->
             step["step_id"] = i
         runs.append(run)
     traces = [short, *runs]
-    facets = copy_facets([kp.ReasoningTrace.model_validate(t) for t in traces])
-    held = [float(estimated_similarity(facets[0].signature, f.signature)) for f in facets[1:]]
+    signatures = []
+    for facet in copy_facets([kp.ReasoningTrace.model_validate(t) for t in traces]):
+        assert facet.signature is not None
+        signatures.append(facet.signature)
+    held = [float(estimated_similarity(signatures[0], s)) for s in signatures[1:]]
     apart = [
-        float(estimated_similarity(facets[a].signature, facets[b].signature))
+        float(estimated_similarity(signatures[a], signatures[b]))
         for a in range(1, 7)
         for b in range(a + 1, 7)
     ]
