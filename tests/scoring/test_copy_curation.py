@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -309,6 +310,44 @@ def test_a_short_trace_held_in_runs_of_other_tasks_joins_one_and_drops_none() ->
     most_like = f"kp:trace:run-{max(range(6), key=lambda k: (held[k], -k))}"
     assert group.kept == most_like
     assert [d.id for d in group.duplicates] == ["kp:trace:short"]
+
+
+def test_a_short_run_of_another_task_held_in_a_run_is_no_copy_of_it() -> None:
+    """A truncated copy starts as its run starts: the same objective. A short run of another
+    task whose turns a longer run holds (here: another tau-bench task's objective over the
+    first four steps of a conversation) is its own run, kept beside it. Before, containment
+    alone joined them and the short run's family was lost (issue 33: at 10^5, 8 held pairs
+    of different families, every one with another objective; 1,736 of one family, every one
+    with the same objective after normalising). A truncation of the run (same objective)
+    still joins it."""
+    from knowledgepulse.copies._pairs import contained
+
+    base = tau_dicts(3)
+    run = copy.deepcopy(base[0])
+    other = copy.deepcopy(base[0])
+    other["id"] = "kp:trace:other-task"
+    other["task"]["objective"] = base[2]["task"]["objective"]
+    other["steps"] = other["steps"][:4]
+    truncated = copy.deepcopy(base[0])
+    truncated["id"] = "kp:trace:truncated"
+    truncated["steps"] = truncated["steps"][:4]
+    traces = [kp.ReasoningTrace.model_validate(t) for t in (run, other, truncated)]
+    facets = copy_facets(traces)
+    signatures = [f.signature for f in facets]
+    assert all(s is not None for s in signatures)
+    j = float(estimated_similarity(signatures[0], signatures[1]))  # type: ignore[arg-type]
+    held = float(
+        contained(np.array([j]), np.array([facets[1].words]), np.array([facets[0].words]))[0]
+    )
+    # The construction: the short run is held in the run, below the threshold.
+    assert 0.25 <= j < COPY_SIMILARITY and held >= 0.85, (j, held)
+    assert facets[0].objective != facets[1].objective
+    assert facets[0].objective == facets[2].objective
+    result = curate_copies([run, other, truncated])
+    assert sorted(t.id for t in result.kept) == sorted([run["id"], "kp:trace:other-task"])
+    (group,) = result.groups
+    assert group.kept == run["id"]
+    assert [d.id for d in group.duplicates] == ["kp:trace:truncated"]
 
 
 @pytest.mark.parametrize("content", ["", 'not json\n{"id": 3}\n'])

@@ -98,8 +98,9 @@ class CopyScheme:
     reworded_verbatim: float = 0.16
     reworded_margin: float = 0.05
     #: A trace whose run shingles are held in another's at this share or more (estimated from
-    #: the Jaccard similarity and the two sizes), at Jaccard ≥ ``contained_floor``, is its
-    #: copy: a truncated run. tau-bench's attempts at one task reach 0.72.
+    #: the Jaccard similarity and the two sizes), at Jaccard ≥ ``contained_floor``, with the
+    #: same objective, is its copy: a truncated run (which starts as its run starts). tau-bench's
+    #: attempts at one task reach 0.72.
     contained: float = 0.85
     contained_floor: float = 0.25
 
@@ -118,7 +119,7 @@ class CopyScheme:
             f"norm={self.normalisation};steps={STEPS_FROM_CALLS}calls|values;"
             f"messages={MESSAGE_SLOTS}x8crc32;reworded={self.reworded:g}"
             f"/verbatim={self.reworded_verbatim:g}/margin={self.reworded_margin:g};"
-            f"contained={self.contained:g}@{self.contained_floor:g}"
+            f"contained={self.contained:g}@{self.contained_floor:g}/objective"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +154,10 @@ class CopyFacet:
     #: same steps have their messages in the same places, so equal slots are messages written
     #: word for word alike (or, once in 255, by chance).
     messages: bytes = bytes(MESSAGE_SLOTS)
+    #: The digest of the normalised objective (8 bytes). A truncated copy keeps its run's
+    #: objective; a short run of another task held in a longer run has its own (at 10^5 in
+    #: the realistic pile: every held pair of one family had the same, every other pair not).
+    objective: bytes = bytes(8)
 
 
 def normalise(text: str) -> str:
@@ -271,9 +276,9 @@ def copy_facet(trace: ReasoningTrace, scheme: CopyScheme = DEFAULT_SCHEME) -> Co
 
 
 #: What a copy facet is made from: the run text, the tool results, the step types, the tool
-#: calls (tool and arguments), the messages (the contents of steps without a tool). Plain
-#: strings, so a batch of them crosses to a worker process cheaply.
-TraceTexts = tuple[str, str, str, tuple[str, ...], tuple[str, ...]]
+#: calls (tool and arguments), the messages (the contents of steps without a tool), the
+#: objective. Plain strings, so a batch of them crosses to a worker process cheaply.
+TraceTexts = tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]
 
 
 def trace_texts(trace: ReasoningTrace) -> TraceTexts:
@@ -291,6 +296,7 @@ def trace_texts(trace: ReasoningTrace) -> TraceTexts:
         " ".join(step.type for step in trace.steps),
         calls,
         messages,
+        trace.task.objective,
     )
 
 
@@ -357,7 +363,8 @@ def facets_of_texts(
     sketches: list[bytes] = []
     word_sets: list[list[Any]] = []
     sources: list[str] = []
-    for run_part, results_part, types, calls, messages in texts:
+    objectives: list[bytes] = []
+    for run_part, results_part, types, calls, messages, objective in texts:
         # Two texts, each tokenised at once (per part, the calls cost more than the text).
         run = _tokens(run_part)
         results = _tokens(results_part)
@@ -369,6 +376,7 @@ def facets_of_texts(
         skeleton, sketch = _steps_and_messages(types, calls, results_text, messages)
         steps.append(skeleton)
         sketches.append(sketch)
+        objectives.append(hashlib.blake2b(_joined(_tokens(objective)), digest_size=8).digest())
         whole: list[Any] = [*run, *results]
         source = "run"
         if not run:
@@ -393,9 +401,9 @@ def facets_of_texts(
         for row, i in enumerate(with_words):
             rows[i] = signatures[row]
     return [
-        CopyFacet(digest, row, len(words), source, skeleton, sketch)
-        for digest, row, words, source, skeleton, sketch in zip(
-            digests, rows, word_sets, sources, steps, sketches
+        CopyFacet(digest, row, len(words), source, skeleton, sketch, objective)
+        for digest, row, words, source, skeleton, sketch, objective in zip(
+            digests, rows, word_sets, sources, steps, sketches, objectives
         )
     ]
 

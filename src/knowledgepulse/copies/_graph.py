@@ -50,6 +50,7 @@ class CopyGraph:
         steps: npt.NDArray[np.void] | None = None,
         sizes: npt.NDArray[np.int64] | None = None,
         messages: npt.NDArray[np.uint8] | None = None,
+        objectives: npt.NDArray[np.void] | None = None,
     ) -> CopyGraph:
         """Row ``p`` of ``digests`` (16 bytes each) and ``has_words`` for each position
         ``p``, its signature row ``signatures[rows[p]]`` (``rows`` None: row ``p``, so a
@@ -58,7 +59,8 @@ class CopyGraph:
         ``messages`` its message sketch (rows of :data:`MESSAGE_SLOTS` bytes; None: no
         message is verbatim); classes with the same steps are reworded copies as
         :class:`CopyScheme` says. ``sizes``: each position's shingle count (a truncated copy
-        is held in its run)."""
+        is held in its run) and ``objectives`` its objective digest (8 bytes; a truncated copy
+        has its run's)."""
         n = len(digests)
         class_of = np.full(n, -1, dtype=np.int64)
         in_class = np.flatnonzero(has_words)
@@ -79,6 +81,7 @@ class CopyGraph:
             threshold,
             None if sizes is None else sizes[representatives],
             rows=matrix_rows,
+            objectives=None if objectives is None else objectives[representatives],
         )
         if steps is not None:
             sketches = (

@@ -157,11 +157,13 @@ def near_pairs(
     threshold: float,
     sizes: npt.NDArray[np.int64] | None = None,
     rows: npt.NDArray[np.int64] | None = None,
+    objectives: npt.NDArray[np.void] | None = None,
 ) -> NearPairs:
     """The near-copy pairs among ``signatures`` (rows; with ``rows``, position ``p`` is row
     ``rows[p]``): estimated Jaccard ≥ ``threshold``, or, with the positions' shingle counts
     ``sizes``, one held in the other (containment ≥ ``scheme.contained``, Jaccard ≥
-    ``scheme.contained_floor``: a truncated copy)."""
+    ``scheme.contained_floor``: a truncated copy), with the same objective digest when the
+    positions' ``objectives`` are given (a truncated copy starts as its run starts)."""
     n = signatures.shape[0] if rows is None else len(rows)
     empty = np.zeros(0, dtype=np.int64)
     if n < 2:
@@ -180,7 +182,10 @@ def near_pairs(
         keep = near.copy()
         if sizes is not None:
             held = contained(similarity, sizes[first], sizes[second]) >= scheme.contained
-            keep |= held & (similarity >= scheme.contained_floor)
+            held &= similarity >= scheme.contained_floor
+            if objectives is not None:
+                held &= objectives[first] == objectives[second]
+            keep |= held
         firsts.append(first[keep])
         seconds.append(second[keep])
         sims.append(similarity[keep])

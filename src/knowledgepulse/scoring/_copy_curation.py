@@ -2,8 +2,9 @@
 
 The default ``kp curate`` decider (no embedder). Each trace is reduced as it is read to its id,
 its order-free value, its copy facet (:mod:`knowledgepulse.copies`: digest, MinHash
-signature, steps digest and message sketch, 16 + 256 + 16 + 16 bytes) and the place of its
-JSON line in a :class:`~knowledgepulse.scoring._spool.LineSpool` in the work directory. Once everything is
+signature, steps digest, message sketch and objective digest, 16 + 256 + 16 + 16 + 8 bytes)
+and the place of its JSON line in a :class:`~knowledgepulse.scoring._spool.LineSpool` in the
+work directory. Once everything is
 read, positions are laid out in id order, :class:`~knowledgepulse.copies.CopyGraph` finds every
 trace's copies (exact by digest, near by LSH bands decided by the estimated Jaccard
 similarity), and the walk of :func:`~knowledgepulse.scoring._curation.walk` decides: the trace
@@ -15,7 +16,7 @@ traces, never on their order. With a knowledge base, a trace that is a copy of a
 is dropped in the stored trace's favour first.
 
 Memory is what bounds a big pile (1.5 GiB at 10^6 traces, docs/performance.md): per trace, its
-id (a string) and ~340 bytes of arrays, no Python object per trace besides. Grouping lays each
+id (a string) and ~350 bytes of arrays, no Python object per trace besides. Grouping lays each
 array out in id order and lets its read-order original go at once, reads the signatures
 through a row map rather than copying them, merges the LSH bands' pairs into the distinct ones
 as they come (:func:`~knowledgepulse.copies._pairs.distinct_band_pairs`), and lets the
@@ -129,6 +130,7 @@ class CopyCuration:
         self._digests = bytearray()
         self._steps = bytearray()  # 16 zero bytes: steps that do not identify the run
         self._messages = bytearray()  # each trace's message sketch
+        self._objectives = bytearray()  # each trace's objective digest (8 bytes)
         self._sizes = array("q")  # shingles of each trace's signature
         self._signatures = array("H")
         self._words = bytearray()  # 1: the trace has words (a signature), 0: none
@@ -180,6 +182,7 @@ class CopyCuration:
             self._digests += facet.digest
             self._steps += facet.steps or NO_STEPS
             self._messages += facet.messages
+            self._objectives += facet.objective
             self._sizes.append(shingle_count(facet, self.scheme))
             signature = facet.signature if facet.signature is not None else empty
             self._signatures.frombytes(signature.tobytes())
@@ -215,10 +218,13 @@ class CopyCuration:
         digests = np.frombuffer(self._digests, dtype="V16")[order]
         steps = np.frombuffer(self._steps, dtype="V16")[order]
         messages = np.frombuffer(self._messages, dtype=np.uint8).reshape(n, MESSAGE_SLOTS)[order]
+        objectives = np.frombuffer(self._objectives, dtype="V8")[order]
         sizes = np.frombuffer(self._sizes, dtype=np.int64)[order]
         has_words = np.frombuffer(self._words, dtype=np.uint8)[order].astype(bool)
         self._values, self._sizes = array("d"), array("q")
-        self._digests, self._steps, self._messages, self._words = (bytearray() for _ in range(4))
+        self._digests, self._steps, self._messages, self._objectives, self._words = (
+            bytearray() for _ in range(5)
+        )
         # In read order, no copy: the graph takes the rows of distinct texts in id order.
         signatures = np.frombuffer(self._signatures, dtype=np.uint16).reshape(
             n, self.scheme.permutations
@@ -243,9 +249,10 @@ class CopyCuration:
                 steps=steps,
                 sizes=sizes,
                 messages=messages,
+                objectives=objectives,
             )
             # The graph is made: the signatures and the arrays it was made of go.
-            del signatures, digests, steps, messages, sizes, has_words
+            del signatures, digests, steps, messages, objectives, sizes, has_words
             self._signatures = array("H")
             done = 0
             for position, group in decisions:
@@ -385,12 +392,13 @@ def decide_copies(
     steps: npt.NDArray[np.void] | None = None,
     sizes: npt.NDArray[np.int64] | None = None,
     messages: npt.NDArray[np.uint8] | None = None,
+    objectives: npt.NDArray[np.void] | None = None,
 ) -> _Decisions:
     """The walk over positions in id order (see the module): ``stored`` maps a position to the
     stored trace it is a copy of (id, similarity, relation); position ``p``'s signature is
     ``signatures[rows[p]]`` (``rows`` None: row ``p``)."""
     graph = CopyGraph.build(
-        digests, signatures, has_words, scheme, similarity, rows, steps, sizes, messages
+        digests, signatures, has_words, scheme, similarity, rows, steps, sizes, messages, objectives
     )
     assigned = np.zeros(len(ids), dtype=bool)
     by_stored: dict[str, list[Duplicate]] = {}
@@ -462,6 +470,7 @@ def curate_from_facets(
     messages = np.frombuffer(b"".join(f.messages for f in facets), dtype=np.uint8).reshape(
         len(facets), -1
     )
+    objectives = np.frombuffer(b"".join(f.objective for f in facets), dtype="V8")
     sizes = np.array([shingle_count(f, scheme) for f in facets], dtype=np.int64)
     signatures = np.zeros((len(facets), scheme.permutations), dtype=np.uint16)
     for row, facet in enumerate(facets):
@@ -488,6 +497,7 @@ def curate_from_facets(
         steps=steps,
         sizes=sizes,
         messages=messages,
+        objectives=objectives,
     )
     for position, group in decisions:
         if position >= 0:
