@@ -342,7 +342,8 @@ def test_a_rewording_is_a_copy_of_the_run_it_is_most_like_only() -> None:
 
 def test_with_fewer_than_two_calls_the_values_named_make_the_steps() -> None:
     """No tool call: the steps are the step types and the values the messages name (words
-    with a digit), in any order; fewer than two distinct values do not identify a run."""
+    with a digit, of three characters or more), in any order; fewer than three distinct
+    values do not identify a run (nor do numbers of one or two digits: 39 is no value)."""
 
     def chat(trace_id: str, *messages: str) -> kp.ReasoningTrace:
         steps = [{"type": "thought", "content": m} for m in messages]
@@ -350,10 +351,10 @@ def test_with_fewer_than_two_calls_the_values_named_make_the_steps() -> None:
 
     facets = copy_facets(
         [
-            chat("kp:trace:a", "Refund order W2051 for 39 dollars.", "Card ending 4242."),
-            chat("kp:trace:b", "Give back 39 dollars for W2051.", "The card ends in 4242."),
-            chat("kp:trace:c", "Refund order W2052 for 39 dollars.", "Card ending 4242."),
-            chat("kp:trace:d", "Refund order W2051.", "Thanks, done."),
+            chat("kp:trace:a", "Refund order W2051 for 139 dollars.", "Card ending 4242."),
+            chat("kp:trace:b", "Give back 139 dollars for W2051.", "The card ends in 4242."),
+            chat("kp:trace:c", "Refund order W2052 for 139 dollars.", "Card ending 4242."),
+            chat("kp:trace:d", "Refund order W2051 for 39 dollars.", "Card ending 4242."),
         ]
     )
     assert facets[0].steps is not None and facets[0].steps == facets[1].steps
@@ -416,3 +417,46 @@ def test_band_keys_at_once_are_each_bands_key(values: list[int], n: int) -> None
     # One known key: band 0 is the first four values, the first in the lowest 16 bits.
     a, b, c, d = (int(v) for v in signatures[0, :4])
     assert int(keys[0, 0]) == a | b << 16 | c << 32 | d << 48
+
+
+def test_small_numbers_do_not_identify_a_run() -> None:
+    """Counts, list markers and durations ("1.", "2.", "5 to 7 business days") are said in
+    runs of every task. With no tool call, two runs of different tasks that named only such
+    numbers had the same steps, so with no message alike each was the other's rewording
+    (issue 33: at 10^6, 30 of the 37 families lost were taken so, at 0.17-0.42). A value
+    identifies a run from three characters: an id, an amount, a year."""
+    from knowledgepulse.scoring._copy_curation import curate_copies
+
+    def chat(trace_id: str, objective: str, *messages: str) -> dict[str, Any]:
+        steps = [
+            {"type": "observation" if k % 2 else "thought", "content": m}
+            for k, m in enumerate(messages)
+        ]
+        return make_trace(steps=steps, trace_id=trace_id, objective=objective, summary="Done")
+
+    cancel = chat(
+        "kp:trace:cancel",
+        "Hi! I need help with canceling a reservation.",
+        "Your reservation has been cancelled, and a full refund will be processed to your "
+        "original payment method. You should see the refund in 5 to 7 business days.",
+        "Thanks. Could you also tell me 1. the fee and 2. the baggage rules?",
+        "1. There is no fee for this cancellation. 2. Your baggage allowance is unchanged.",
+    )
+    change = chat(
+        "kp:trace:change",
+        "Hi there! I want to change my seat.",
+        "Your reservation has been changed, and a full refund will be processed to your "
+        "original payment method. You should see the refund in 5 to 7 business days.",
+        "Thanks. Could you also tell me 1. the seat and 2. the baggage rules?",
+        "1. There is no fee for this seat. 2. Your baggage allowance is unchanged.",
+    )
+    facets = copy_facets([kp.parse_trace(cancel), kp.parse_trace(change)])
+    assert facets[0].steps is None and facets[1].steps is None
+    estimate = float(estimated_similarity(facets[0].signature, facets[1].signature))  # type: ignore[arg-type]
+    assert DEFAULT_SCHEME.reworded <= estimate < COPY_SIMILARITY, estimate
+    kept = curate_copies([cancel, change]).kept  # before: the change was dropped
+    assert sorted(t.id for t in kept) == ["kp:trace:cancel", "kp:trace:change"]
+    # An id, an amount and a card number still do (with the step types, the run's steps).
+    named = chat("kp:trace:named", "Refund", "Refund W2051 of 303 dollars.", "Card 4242, 5 days.")
+    (facet,) = copy_facets([kp.parse_trace(named)])
+    assert facet.steps is not None
