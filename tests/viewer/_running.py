@@ -77,9 +77,11 @@ def kp_view(
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
-                # 30 s, not 10: late in a full suite on 2 busy cores, a clean Ctrl-C stop once
-                # took longer than 10 s and the kill turned it into exit -9.
-                process.wait(timeout=30)
+                # 60 s, not 10 or 30: late in a full suite on 2 busy cores, a Ctrl-C stop once
+                # took longer than 10 s, and (after the Ray tests) once longer than 30 s; the
+                # kill turned it into exit -9. Alone it takes about a second, under two CPU
+                # hogs too: what held it then was not found.
+                process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
