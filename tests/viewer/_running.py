@@ -69,6 +69,10 @@ def kp_view(
         stderr=subprocess.PIPE,
         text=True,
         env=environment,
+        # Ctrl-C as a terminal delivers it: a suite started in the background of a
+        # non-interactive shell (``make test &``) ignores SIGINT, every child inherited that,
+        # and kp view never stopped (killed after the wait: exit -9).
+        preexec_fn=_default_sigint,
     )
     try:
         url, first_line = _url_of(process)
@@ -77,14 +81,16 @@ def kp_view(
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
-                # 60 s, not 10 or 30: late in a full suite on 2 busy cores, a Ctrl-C stop once
-                # took longer than 10 s, and (after the Ray tests) once longer than 30 s; the
-                # kill turned it into exit -9. Alone it takes about a second, under two CPU
-                # hogs too: what held it then was not found.
-                process.wait(timeout=60)
+                # 30 s, not 10: late in a full suite on 2 busy cores, a clean Ctrl-C stop once
+                # took longer than 10 s and the kill turned it into exit -9.
+                process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _url_of(process: subprocess.Popen[str]) -> tuple[str, str]:
