@@ -65,9 +65,10 @@ STEPS_FROM_CALLS = 2
 #: A run with fewer calls is identified by its steps and the values its messages name (words
 #: with a digit of :data:`VALUE_CHARS` characters or more: ids, amounts, years) when the
 #: calls and the distinct values make this many or more: a rewording keeps the facts it
-#: tells. Two such values (at 10^4 in the realistic pile: 5 more paraphrases kept apart than
-#: with three, 61 against 66 redundant) made two runs of a shared opening and chat tails
-#: naming no id the same steps (`test_a_short_trace_held_in_runs_of_other_tasks...`).
+#: tells. Two would keep 5 fewer paraphrases apart from their run (at 10^4 in the realistic
+#: pile: 61 redundant against 66), but gave two runs with a shared opening and chat tails
+#: naming no id the same steps
+#: (``test_a_short_trace_held_in_runs_of_other_tasks_joins_one_and_drops_none``).
 STEPS_FROM_NAMED = 3
 #: The characters from which a word with a digit is a value that identifies a run.
 #: Counts, list markers and durations ("1.", "5 to 7 days", "24 hours") are said in runs of
