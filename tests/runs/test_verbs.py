@@ -393,6 +393,55 @@ def test_score_writes_a_line_per_trace_and_summarises_them(tmp_path: Path) -> No
     assert round_trips(report)
 
 
+def test_score_with_a_sink_makes_each_record_once_and_never_reads_a_line_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sink labels the record the scorer's fields make; the line written is that record,
+    once: no score line is parsed back into a record (it was, before, for every trace)."""
+    from knowledgepulse import Scorer, score_files
+    from knowledgepulse.records import ScoreRecord
+
+    def parsed_back(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("a score line was parsed back")
+
+    monkeypatch.setattr(ScoreRecord, "model_validate_json", parsed_back)
+
+    class Sink:
+        active = True
+
+        def __init__(self) -> None:
+            self.records: list[ScoreRecord] = []
+
+        def label(self, line: ScoreRecord, data: Any) -> ScoreRecord:
+            return line.model_copy(update={"group": {"task": f"g-{data['id']}"}})
+
+        def add_score(self, trace: Any, score: Any, line: ScoreRecord) -> None:
+            self.records.append(line)
+
+    sink, seen = Sink(), []
+    output = tmp_path / "scores.jsonl"
+    report = score_files(
+        [TRACES],
+        Scorer(embedder=None, threshold=0.5),
+        output=str(output),
+        sink=sink,
+        on_line=lambda line, record: seen.append((line, record)),
+    )
+    assert report.counts == RunCounts(records_in=30, processed=30, outputs=30)
+    lines = output.read_text().splitlines()
+    assert [json.loads(line)["group"]["task"] for line in lines] == [
+        f"g-{record.id}" for record in sink.records
+    ]
+    assert [record.to_json() for record in sink.records] == lines
+    assert seen == list(zip(lines, sink.records))
+    plain = tmp_path / "plain.jsonl"
+    score_files([TRACES], Scorer(embedder=None, threshold=0.5), output=str(plain))
+    for labelled, unlabelled in zip(lines, plain.read_text().splitlines()):
+        assert {**json.loads(unlabelled), "group": json.loads(labelled)["group"]} == json.loads(
+            labelled
+        )
+
+
 def test_score_refuses_workers_for_a_run_that_cannot_use_them() -> None:
     from knowledgepulse import Scorer, score_files
     from knowledgepulse.runs import WorkersRefused

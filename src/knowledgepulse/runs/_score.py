@@ -201,14 +201,15 @@ class _Writer:
         run.step()
 
     def _labelled(self, scored: ScoredTrace) -> tuple[str, ScoreRecord | None]:
-        """The line as written, and its record when the sink takes it (with its group)."""
-        if self.sink is None:
+        """The line as written, and its record when the sink takes it (with its group): the
+        record is made from the fields the scorer gave, labelled, then written, once."""
+        if self.sink is None or scored.data is None:  # no sink, or a worker wrote the line
             return scored.line, None
         from ..io._writers import dumps
         from ..records import ScoreRecord
 
         assert scored.trace is not None
-        record = ScoreRecord.model_validate_json(scored.line)
+        record = ScoreRecord.model_validate(scored.data)
         record = self.sink.label(record, scored.trace.to_dict())
         return dumps(record.to_dict()), record
 

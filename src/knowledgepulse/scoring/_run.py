@@ -118,9 +118,13 @@ def rejection_entry(record: InputRecord, problems: Sequence[str]) -> dict[str, A
 
 
 class ScoredTrace(NamedTuple):
-    """One trace scored: its score line, and what the summary and the sinks need of it."""
+    """One trace scored: its score record, and what the summary and the sinks need of it.
 
-    line: str  #: the score line, as ``dumps(ScoreRecord.data_of(...))`` writes it
+    In this process the record is its fields, ``data`` (``ScoreRecord.data_of``), written once,
+    by the writer (:attr:`line`); a worker process sends the line it wrote (``written``), so
+    the JSON is made where the record was, once, and never parsed back."""
+
+    data: dict[str, Any] | None  #: the score record's fields (None: a worker wrote the line)
     value: float
     domain: str
     passed: bool | None  #: None without a threshold
@@ -129,6 +133,16 @@ class ScoredTrace(NamedTuple):
     score: ValueScore | None = None
     #: The novelty an embedding measured (None: no embedder, or nothing seen before).
     novelty: float | None = None
+    written: str | None = None  #: the line as a worker process wrote it
+
+    @property
+    def line(self) -> str:
+        """The score line: the record written (each access writes it: the writer asks once)."""
+        if self.written is not None:
+            return self.written
+        from ..io._writers import dumps
+
+        return dumps(self.data)
 
 
 class ScoredUnit(NamedTuple):
@@ -157,9 +171,11 @@ def scored_trace(
     accepted_lines: bool = False,
     keep: bool = True,
 ) -> ScoredTrace:
-    """One trace of ``unit`` with its score: the score line (placed at the unit's first record;
-    its list index only when the unit is one record) and, when ``accepted_lines`` and it passed,
-    its accepted line. ``keep``: keep the trace and its score on the result (for the sinks)."""
+    """One trace of ``unit`` with its score: the score record's fields (placed at the unit's
+    first record; its list index only when the unit is one record) and, when
+    ``accepted_lines`` and it passed, its accepted line. ``keep``: keep the fields, the trace
+    and its score on the result (for the writer and its sinks); else the line is written
+    here, for another process."""
     from ..io._writers import dumps
     from ..records import ScoreRecord
 
@@ -175,13 +191,12 @@ def scored_trace(
     passed = data.get("passed")
     accepted = dumps(accepted_trace(trace, score)) if passed and accepted_lines else None
     novelty = score.novelty if score.novelty_source == "embedding" else None
-    if not keep:
+    if not keep:  # for another process: the line, written here
         return ScoredTrace(
-            dumps(data), score.value, data["domain"], passed, accepted, novelty=novelty
-        )
-    return ScoredTrace(
-        dumps(data), score.value, data["domain"], passed, accepted, trace, score, novelty
-    )
+            None, score.value, data["domain"], passed, accepted, novelty=novelty,
+            written=dumps(data),
+        )  # fmt: skip
+    return ScoredTrace(data, score.value, data["domain"], passed, accepted, trace, score, novelty)
 
 
 def _scored(unit: Conversion, traces: list[ScoredTrace]) -> ScoredUnit:
