@@ -19,6 +19,7 @@ from _helpers import HashingEmbedder
 from knowledgepulse import Scorer
 from knowledgepulse.integrations._capture import DEFAULT_THRESHOLD, current_run
 from knowledgepulse.kb import EmbeddingIdentity, open_knowledge_base
+from knowledgepulse.records import ScoreRecord
 
 from ._model_server import AIR, ANSWER, WEATHER, ModelServer, model_server
 
@@ -124,6 +125,17 @@ def test_openai_run_becomes_a_scored_trace(server: ModelServer) -> None:
     # A good run that says it succeeded reaches the default threshold.
     assert run.score.value == pytest.approx(0.68375)
     assert run.passed is (DEFAULT_THRESHOLD <= 0.68375) is True
+    # Its score line is the record kp score writes for the trace, passed against the threshold.
+    record = run.record
+    assert record is not None
+    assert (record.id, record.score, record.passed, record.threshold) == (
+        "kp:trace:openai:chatcmpl-1",
+        0.68375,
+        True,
+        DEFAULT_THRESHOLD,
+    )
+    assert (record.source, record.line) == (None, None)
+    assert record == ScoreRecord.of(run.score, run.trace, threshold=DEFAULT_THRESHOLD)
 
 
 def test_concurrent_async_anthropic_runs_do_not_mix(server: ModelServer) -> None:

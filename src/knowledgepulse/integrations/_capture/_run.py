@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..._schema import ReasoningTrace
 from ...importers import ImportOptions
+from ...records import ScoreRecord
 from ...scoring._scorer import Scorer, ValueScore, default_scorer
 from ._contribute import contribute
 from ._instructions import first_user_text, with_instructions
@@ -41,7 +42,8 @@ class CapturedRun:
 
     Inside the block, :attr:`calls` fills up; :meth:`finish` may state the outcome. When the
     block ends, :attr:`trace` holds the ReasoningTrace (``None`` when no model call was
-    recorded: :attr:`problem` says why), :attr:`score` its value, :attr:`passed` whether it
+    recorded: :attr:`problem` says why), :attr:`score` its value, :attr:`record` its score
+    line, :attr:`passed` whether it
     reached the threshold and :attr:`contributed` whether it was stored or sent. Capturing
     never raises into the agent's code: what went wrong is in :attr:`problem` and
     :attr:`contribution_error`, and logged.
@@ -65,6 +67,9 @@ class CapturedRun:
         self.summary: str | None = None
         self.trace: ReasoningTrace | None = None
         self.score: ValueScore | None = None
+        #: The run's score line: the record ``kp score`` writes for a trace (``source`` and
+        #: ``line`` None; ``passed`` against the threshold). None when no trace was made.
+        self.record: ScoreRecord | None = None
         self.contributed = False
         self.problem: str | None = None
         self.contribution_error: str | None = None
@@ -145,6 +150,7 @@ class CapturedRun:
             logger.warning("knowledgepulse.capture: no trace: %s", exc)
             return
         self.score = (scorer or default_scorer()).score(self.trace)
+        self.record = ScoreRecord.of(self.score, self.trace, threshold=self.threshold)
         self.contributed = self.score.stored == "added"
         if contribute_to is not None and self.passed:
             try:
