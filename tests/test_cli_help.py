@@ -69,9 +69,6 @@ PER_COMMAND = {
 }
 #: Counts whose name says more than N does: attempts kept per task, a size in bytes.
 NAMED_COUNTS = {("kp curate", "--keep-per-task"): "K", ("kp serve", "--max-body"): "BYTES"}
-#: kp curate's options are being changed by the copies work at the same time (issue 38): its
-#: candidate similarity should read S.
-NOT_YET = {("kp curate", "--candidate-similarity")}
 
 
 def _options() -> list[tuple[str, click.Option]]:
@@ -111,7 +108,7 @@ def test_a_count_is_n_a_similarity_s_and_a_duration_seconds() -> None:
             expected = "S"
         elif "timeout" in name or "drain" in name:
             expected = "SECONDS"
-        if expected is not None and metavar != expected and (path, name) not in NOT_YET:
+        if expected is not None and metavar != expected:
             wrong.append(f"{path} {name} {metavar} (expected {expected})")
     assert wrong == []
 

@@ -109,8 +109,9 @@ if TYPE_CHECKING:
     "--candidate-similarity",
     type=click.FloatRange(-1.0, 1.0),
     default=None,
-    metavar="T",
-    help="Static cosine from which a pair is a candidate (default 1 - 0.4 x (1 - S)).",
+    metavar="S",
+    help="Static cosine from which a pair is a candidate (default: 1 - 0.4 x (1 - the "
+    "--similarity)).",
 )
 @from_option()
 @override_options
