@@ -1,10 +1,10 @@
-"""``kp score``'s run: its option groups, its usage checks, and the loop that writes units.
+"""``kp score``'s run: its option groups, its usage checks, the engine it opens and the
+printing.
 
-The scoring itself is the library's (:mod:`knowledgepulse.scoring._run`): whether the units
-come from this process (:func:`~knowledgepulse.scoring._run.iter_scored_units`) or from
-worker processes (:func:`~knowledgepulse.scoring._parallel.score_records_in_workers`), they are
-written here by one loop, in input order: a unit's lines, its ``--accepted`` traces, the
-tally, the summary and the sinks take each trace together, so a stop leaves them agreeing.
+The run is the library's :func:`~knowledgepulse.runs.score_files` (``runs/_score.py``): the
+scoring (:mod:`knowledgepulse.scoring._run`, or worker processes) and the one loop that writes
+scored units, in input order, a unit's lines, its ``--accepted`` traces, the tally, the summary
+and the sinks taking each trace together, so a stop leaves them agreeing.
 """
 
 from __future__ import annotations
