@@ -236,3 +236,27 @@ def test_a_source_location_in_a_log_line_is_no_figure_stated() -> None:
     assert grounded_statements(warned).passed is True
     stated = trace(say("orchestrator.py:216 says the total is 7340"))
     assert [value.value for value in ungrounded_statements(stated)] == ["7340"]
+
+
+def test_a_link_or_an_encoded_run_states_no_figure() -> None:
+    # Who&When Hand-Crafted runs: a browsing agent's report of a search page carries the
+    # page's address (Bing's "&cvid=D2D69D71…") and its meta tags, with a base64 token and a
+    # JSON escape ("you\u2019re", read as the id "u2019re"): neither is a figure it states.
+    page = (
+        "Here is a screenshot of [schools - Search](https://www.bing.com/search?q=schools&"
+        "cvid=D2D69D715FA54D44BBCE2E5256A194D9&ghsh=0). Also www.example.com/item/W99887766.\n"
+        '{"token": "A1L3tx5CzccqjN3lK6st/fXMwhf9EeokCPf8XCt0DVI8JPbg37BWq0zKvlqgkdm8YEUbthoGkC'
+        '/xdR1+iIz4txAAAABxeyJvcmlnaW4iOi=", "og:description": "find what you\\u2019re after"}'
+    )
+    assert ungrounded_statements(trace(say(page))) == []
+    assert grounded_statements(trace(say(page))).passed is True
+    # What is written around a link is still read, in a message and in the final answer.
+    stated = trace(say(f"{page}\nThe best school is order #W7504069, 1,327 students."))
+    assert [value.value for value in ungrounded_statements(stated)] == ["w7504069", "1327"]
+    assert [value.value for value in ungrounded_answer_values(stated)] == ["w7504069", "1327"]
+    # A value given only inside a link was still given.
+    given = trace(
+        result("https://shop.example/orders/W7504069?total=1327"),
+        say("Order W7504069: 1327 items."),
+    )
+    assert ungrounded_statements(given) == []

@@ -87,6 +87,39 @@ _DATE_OR_TIME = re.compile(
 _SOURCE_LOCATION = re.compile(r"[\w./\\-]+\.[A-Za-z]\w{0,4}:\d+(?::\d+)?\b")
 
 
+# A link (https://…, www.…): where a page is, not a figure stated. What a browsing agent
+# reports of a page carries the page's address, with its ids and tracking tokens (Bing's
+# ``&cvid=5315e9cc…``); a claim's ids and numbers are read from the text around it.
+_LINK = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`()\[\]{}]+", re.IGNORECASE)
+
+
+# Text that encodes rather than states: a JSON escape (``\u2019re`` read as an id), and a run
+# of base64 (a page's token, an inlined image): 24 characters or more with ``+``, ``/`` or
+# ``=`` and digits, capitals and small letters mixed, as random bytes encode (a path,
+# ``site-packages/magentic/orchestrator``, has no such mix).
+_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
+
+
+def _encoded(match: re.Match[str]) -> str:
+    run = match.group(0)
+    mixed = (
+        any(c in "+/=" for c in run)
+        and any(c.isdigit() for c in run)
+        and any(c.isupper() for c in run)
+        and any(c.islower() for c in run)
+    )
+    return " " if mixed else run
+
+
+def _stated(text: str) -> str:
+    """``text`` as a statement: its links and encoded runs left out (what an agent states,
+    not where it read it). What was given keeps them: a value given only in a link was still
+    given."""
+    text = _LINK.sub(" ", _SOURCE_LOCATION.sub(" ", text))
+    return _BASE64_RUN.sub(_encoded, _ESCAPE.sub(" ", text))
+
+
 @dataclass(frozen=True)
 class UngroundedValue:
     """A value the agent used that nothing before it gave: where (``step``; ``None`` for the
@@ -297,6 +330,7 @@ def ungrounded_answer_values(
     answer, steps = final_answer(trace)
     if not answer:
         return []
+    answer = _stated(answer)
     given = _Given.of(_given_texts(trace))
     step = steps[0] if steps else None
     missing: list[UngroundedValue] = []
@@ -319,6 +353,7 @@ def grounded_answer(trace: ReasoningTrace, *, min_number: float = 10) -> Finding
     answer, steps = final_answer(trace)
     if not answer:
         return Finding(None, "the run has no final answer")
+    answer = _stated(answer)
     checked = {v for v in _ids(answer)} | {
         v for v in _numbers(answer) if abs(float(v)) >= min_number
     }
@@ -466,12 +501,13 @@ def ungrounded_statements(
     for step in trace.steps:
         text = step.content or ""
         if _is_message(step) and text:
-            ids = _ids(text)
+            stated = _stated(text)
+            ids = _ids(stated)
             ids_text = " ".join(ids)
             for value in sorted(ids):
                 if not given.has_id(value):
                     missing.append(UngroundedValue(step.step_id, value))
-            for value in sorted(_numbers(text)):
+            for value in sorted(_numbers(stated)):
                 if value not in ids_text and not given.has_number(value, min_number):
                     missing.append(UngroundedValue(step.step_id, value))
         given.add(text)
