@@ -223,6 +223,21 @@ def test_a_run_of_ten_thousand_steps_is_graded_in_linear_time() -> None:
     )
 
 
+@pytest.mark.parametrize("unit", ["x", "a.", "1.", "a1", "/a", "A1+"])
+def test_a_message_of_one_long_token_is_graded_in_linear_time(unit: str) -> None:
+    # A run's text is not always words: an inlined image, a minified file, a page's token.
+    # 200 KB of one token took a source-location pattern quadratic time (20 KB: 5 to 17 s;
+    # 200 KB: minutes), in a message, a tool's output or a user turn.
+    import time
+
+    token = unit * (200_000 // len(unit))
+    run = trace(user(token), call("lookup", q="x"), result(token), say(token), say("done"))
+    started = time.perf_counter()
+    evaluated = agent_rubric().evaluate(Case(trace=run))
+    assert time.perf_counter() - started < 20  # well under a second once linear
+    assert evaluated.verdicts["grounded_statements"].passed is not None
+
+
 def test_a_source_location_in_a_log_line_is_no_figure_stated() -> None:
     # Who&When Hand-Crafted runs: a Python warning printed into the orchestrator's plan
     # (".../agents/orchestrator.py:216: UserWarning ...") made "216" a figure from nowhere,

@@ -84,13 +84,16 @@ _DATE_OR_TIME = re.compile(
 
 # A source location (orchestrator.py:216, app/main.ts:12:5): where a log line or a traceback
 # comes from, written by the runtime, not a figure an agent states.
-_SOURCE_LOCATION = re.compile(r"[\w./\\-]+\.[A-Za-z]\w{0,4}:\d+(?::\d+)?\b")
+# It is tried only where a path can start (after a character no path holds): tried inside a
+# long token too, it took time quadratic in the token's length (200 KB of an inlined image:
+# minutes).
+_SOURCE_LOCATION = re.compile(r"(?<![\w./\\-])[\w./\\-]+\.[A-Za-z]\w{0,4}:\d+(?::\d+)?\b")
 
 
 # A link (https://…, www.…): where a page is, not a figure stated. What a browsing agent
 # reports of a page carries the page's address, with its ids and tracking tokens (Bing's
 # ``&cvid=5315e9cc…``); a claim's ids and numbers are read from the text around it.
-_LINK = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.)[^\s<>\"'`()\[\]{}]+", re.IGNORECASE)
+_LINK = re.compile(r"\b(?:[a-z][a-z0-9+.-]{0,30}://|www\.)[^\s<>\"'`()\[\]{}]+", re.IGNORECASE)
 
 
 # Text that encodes rather than states: a JSON escape (``\u2019re`` read as an id), and a run
