@@ -43,9 +43,8 @@ class CapturedRun:
     Inside the block, :attr:`calls` fills up; :meth:`finish` may state the outcome. When the
     block ends, :attr:`trace` holds the ReasoningTrace (``None`` when no model call was
     recorded: :attr:`problem` says why), :attr:`score` its value, :attr:`record` its score
-    line, :attr:`passed` whether it
-    reached the threshold and :attr:`contributed` whether it was stored or sent. Capturing
-    never raises into the agent's code: what went wrong is in :attr:`problem` and
+    line, :attr:`passed` whether it reached the threshold and :attr:`contributed` whether it
+    was stored or sent. Capturing never raises into the agent's code: what went wrong is in :attr:`problem` and
     :attr:`contribution_error`, and logged.
     """
 
