@@ -1,18 +1,18 @@
 """Curation by copies: group the traces that are copies of one run, keep the best of each.
 
 The default ``kp curate`` decider (no embedder). Each trace is reduced as it is read to its id,
-its order-free value, its copy facet (:mod:`knowledgepulse.copies`: digest, MinHash
-signature, steps digest, message sketch and objective digest, 16 + 256 + 16 + 16 + 8 bytes)
-and the place of its JSON line in a :class:`~knowledgepulse.scoring._spool.LineSpool` in the
-work directory. Once everything is read, positions are laid out in id order,
+its order-free value, its copy facet (:mod:`knowledgepulse.copies`: digest, MinHash signature,
+steps digest, message sketch and objective digest, 16 + 256 + 16 + 16 + 8 bytes) and the place
+of its JSON line in a :class:`~knowledgepulse.scoring._spool.LineSpool` in the work directory.
+Once everything is read, positions are laid out in id order,
 :class:`~knowledgepulse.copies.CopyGraph` finds every trace's copies (exact by digest, near by
 LSH bands decided by the estimated Jaccard similarity), and the walk of
-:func:`~knowledgepulse.scoring._curation.walk` decides: the trace with the most copies first (the centre of its family, usually the run the others were copied
-from: leaders elsewhere leave copies outside every group they could join), then the highest
-value, then the smallest id; each leader takes every unassigned trace that is a copy *of it*
-(no chaining through an intermediate trace). The decisions depend only on the set of
-traces, never on their order. With a knowledge base, a trace that is a copy of a stored trace
-is dropped in the stored trace's favour first.
+:func:`~knowledgepulse.scoring._curation.walk` decides: the trace with the most copies first
+(the centre of its family, usually the run the others were copied from: leaders elsewhere leave
+copies outside every group they could join), then the highest value, then the smallest id; each
+leader takes every unassigned trace that is a copy *of it* (no chaining through an intermediate
+trace). The decisions depend only on the set of traces, never on their order. With a knowledge
+base, a trace that is a copy of a stored trace is dropped in the stored trace's favour first.
 
 Memory is what bounds a big pile (1.5 GiB at 10^6 traces, docs/performance.md): per trace, its
 id (a string) and ~350 bytes of arrays, no Python object per trace besides. Grouping lays each
