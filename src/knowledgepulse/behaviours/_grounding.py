@@ -333,15 +333,23 @@ def ungrounded_answer_values(
     answer, steps = final_answer(trace)
     if not answer:
         return []
-    answer = _stated(answer)
+    return _ungrounded_in(_stated(answer), steps, trace, min_number)
+
+
+def _ungrounded_in(
+    stated: str, steps: tuple[int, ...], trace: ReasoningTrace, min_number: float
+) -> list[UngroundedValue]:
+    """The values of ``stated`` (a final answer, its links left out) given by nothing the run
+    was told (:func:`ungrounded_answer_values`)."""
     given = _Given.of(_given_texts(trace))
     step = steps[0] if steps else None
     missing: list[UngroundedValue] = []
-    for value in sorted(_ids(answer)):
+    ids = _ids(stated)
+    for value in sorted(ids):
         if not given.has_id(value):
             missing.append(UngroundedValue(step, value))
-    ids_text = " ".join(_ids(answer))
-    for value in sorted(_numbers(answer)):
+    ids_text = " ".join(ids)
+    for value in sorted(_numbers(stated)):
         if value in ids_text:  # a number inside an id (HAT136): the id was checked
             continue
         if not given.has_number(value, min_number):
@@ -362,7 +370,7 @@ def grounded_answer(trace: ReasoningTrace, *, min_number: float = 10) -> Finding
     }
     if not checked:
         return Finding(None, "the final answer states no number or id")
-    missing = ungrounded_answer_values(trace, min_number=min_number)
+    missing = _ungrounded_in(answer, steps, trace, min_number)  # the answer read once
     if not missing:
         return Finding(
             True,
