@@ -49,6 +49,9 @@ class LabelledRun:
     group: str = ""
     #: the built-in agent rubric's result, once graded
     result: Any = None
+    #: people say the agent acted without confirming with the user (AgentRx: an instruction
+    #: adherence failure whose reasons speak of confirming)
+    unconfirmed: bool = False
 
 
 @dataclass
@@ -78,6 +81,9 @@ class Card:
     outcome_counted: int = 0
     #: (the people's agent, the agent named or "none") → runs, over the multi-agent runs.
     agents: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: runs people say acted without confirming, and those failing ``confirmed_before_write``
+    unconfirmed: int = 0
+    unconfirmed_caught: int = 0
 
 
 def holdout_dir(given: Path | None = None) -> Path:
@@ -126,23 +132,45 @@ def agentrx_runs(folder: Path) -> list[LabelledRun]:
     records = json.loads((folder / "tau_dataset_full.json").read_text(encoding="utf-8"))
     truth = json.loads((folder / "tau_ground_truth.json").read_text(encoding="utf-8"))
     labels = _agentrx_labels(truth)
+    unconfirmed = _agentrx_unconfirmed(truth)
     runs: list[LabelledRun] = []
     for record in records:
         blind = {key: value for key, value in record.items() if key != "reward"}
         (trace,) = convert("openai", blind)
         failed = not (isinstance(record.get("reward"), (int, float)) and record["reward"] >= 1)
         step = labels.get(str(record.get("task_id"))) if failed else None
-        runs.append(LabelledRun(trace, failed, step, None, _traj_index(blind)))
+        run = LabelledRun(trace, failed, step, None, _traj_index(blind))
+        run.unconfirmed = failed and str(record.get("task_id")) in unconfirmed
+        runs.append(run)
     return runs
+
+
+def _agentrx_items(truth: Any) -> list[dict[str, Any]]:
+    items = truth if isinstance(truth, list) else truth.get("tasks", truth)
+    if isinstance(items, dict):
+        items = [dict(value, task_id=key) for key, value in items.items()]
+    return list(items)
+
+
+def _agentrx_unconfirmed(truth: Any) -> set[str]:
+    """The task ids people label as acting without the user's confirmation: a failure of the
+    category "Instruction Adherence Failure" whose reasons speak of confirming (the policy's
+    explicit yes, the payment method to confirm)."""
+    found: set[str] = set()
+    for item in _agentrx_items(truth):
+        for failure in item.get("failures") or []:
+            said = f"{failure.get('step_reason', '')} {failure.get('category_reason', '')}"
+            if failure.get("failure_category") == "Instruction Adherence Failure" and (
+                "confirm" in said.lower()
+            ):
+                found.add(str(item.get("trajectory_id", item.get("task_id"))))
+    return found
 
 
 def _agentrx_labels(truth: Any) -> dict[str, int]:
     """task id → the root cause's step as a 0-based index into ``traj``."""
-    items = truth if isinstance(truth, list) else truth.get("tasks", truth)
-    if isinstance(items, dict):
-        items = [dict(value, task_id=key) for key, value in items.items()]
     labels: dict[str, int] = {}
-    for item in items:
+    for item in _agentrx_items(truth):
         failures = {f.get("failure_id"): f for f in item.get("failures") or []}
         root = (item.get("root_cause") or {}).get("failure_id")
         chosen = failures.get(root) or next(iter(failures.values()), None)
@@ -219,6 +247,10 @@ def human_card(name: str, runs: Sequence[LabelledRun], rubric: Any = None) -> Ca
                 tally.near += at is not None and abs(at - run.step) <= WITHIN
         for criterion in result.details:
             card.criteria.setdefault(criterion, CriterionTally())
+        if run.unconfirmed:
+            card.unconfirmed += 1
+            consent = result.verdicts.get("confirmed_before_write")
+            card.unconfirmed_caught += consent is not None and consent.passed is False
         if run.failed and run.step is not None:
             card.located += 1
             first = result.first_failing_step
@@ -263,6 +295,11 @@ def print_card(card: Card) -> None:
         f"{card.outcome_counted} agree; {card.not_successful}/{card.failed} failed runs "
         "not called successful"
     )
+    if card.unconfirmed:
+        print(
+            f"runs people label 'did not confirm': {card.unconfirmed_caught}/{card.unconfirmed} "
+            "fail confirmed_before_write"
+        )
 
 
 def agent_confusion(card: Card, least: int = 3) -> list[tuple[str, int, int, str]]:
@@ -332,6 +369,17 @@ def bench_human_agreement(
                     0.55,
                     lower_is_better=False,
                     note=f"{card.agent_right}/{card.multi_agent} runs",
+                )
+            )
+        if card.unconfirmed:
+            report(
+                Figure(
+                    f"{figure}: 'did not confirm' runs failing confirmed_before_write",
+                    card.unconfirmed_caught / card.unconfirmed,
+                    "",
+                    1.0,
+                    lower_is_better=False,
+                    note=f"{card.unconfirmed_caught}/{card.unconfirmed} runs",
                 )
             )
         if card.located:

@@ -432,6 +432,58 @@ def test_a_write_without_consent_fails() -> None:
     )
 
 
+def test_a_write_that_pays_needs_a_user_turn_naming_how() -> None:
+    # tau-bench's policies: the agent asks the user which payment or refund method to use. A
+    # yes to a proposal that never said how it pays does not choose it (AgentRx labels such a
+    # run "did not ask for the payment method").
+    def run(answer: str, **settings: object) -> Finding:
+        made = trace(
+            user("Change the item in my order #W1"),
+            call("get_user_details", user_id="u1"),
+            result('{"payment_methods": {"credit_card_1": {}, "paypal_2": {}}}'),
+            say("I will change it to the blue one. Shall I proceed?"),
+            user(answer),
+            call("modify_pending_order_items", order_id="#W1", payment_method_id="credit_card_1"),
+            result("{}"),
+        )
+        return confirmed_before_write(made, **settings)  # type: ignore[arg-type]
+
+    assert run("Yes, go ahead.") == Finding(
+        False,
+        "modify_pending_order_items at step 5 pays with 'credit_card_1' (payment_method_id), a "
+        "means of payment no user turn named",
+        (5,),
+    )
+    assert run("Yes, charge my credit card.").passed is True
+    assert run("Yes, use credit_card_1.").passed is True
+    assert run("Yes, refund it the same way I paid.").passed is True
+    assert run("Yes, go ahead.", payment_arguments=[]).passed is True
+    assert run("Yes, go ahead.", payment_pattern=r"\bahead\b").passed is True
+    # A payment given as a list of objects names each id inside it.
+    booked = trace(
+        say("Book HAT1 for $100?"),
+        user("Yes."),
+        call("book_reservation", payment_methods=[{"payment_id": "certificate_9", "amount": 100}]),
+    )
+    assert confirmed_before_write(booked).reason == (
+        "book_reservation at step 2 pays with 'certificate_9' (payment_methods), a means of "
+        "payment no user turn named"
+    )
+    # Both lapses are named, each call once.
+    both = trace(
+        say("Shall I?"),
+        user("Hmm, what would it cost?"),
+        call("update_reservation_flights", reservation_id="R1", payment_id="gift_card_7"),
+    )
+    assert confirmed_before_write(both) == Finding(
+        False,
+        "update_reservation_flights at step 2 without the user's consent since the proposal; "
+        "update_reservation_flights at step 2 pays with 'gift_card_7' (payment_id), a means of "
+        "payment no user turn named",
+        (2,),
+    )
+
+
 def test_write_tools_and_the_consent_pattern_are_configurable() -> None:
     made = trace(say("Shall I?"), user("Affirmative."), call("launch"), call("send_report"))
     assert confirmed_before_write(made).steps == (3,)  # launch is not a write by its name

@@ -174,5 +174,7 @@ def test_kp_eval_agent_report_fits_80_columns_and_tells_failing_cases_apart(
     assert code == 0, err
     assert max(len(line) for line in err.splitlines()) <= 80
     assert "Failing cases (ids after kp:trace:openai:tau-bench:)" in err
-    assert "│ expected_actions    │ task-0:trial-0, task-15:trial-0                  │" in err
+    assert "│ expected_actions       │ task-0:trial-0, task-15:trial-0                  │" in err
+    # task-13:trial-1 pays with a gift card the user never named.
+    assert "│ confirmed_before_write │ task-13:trial-1                                  │" in err
     assert "tau…" not in err

@@ -38,7 +38,14 @@ def holdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         },
         {
             "trajectory_id": failed[1]["task_id"],
-            "failures": [{"failure_id": 1, "step_number": 4}],
+            "failures": [
+                {
+                    "failure_id": 1,
+                    "step_number": 4,
+                    "failure_category": "Instruction Adherence Failure",
+                    "step_reason": "The agent did not ask the user for confirmation.",
+                }
+            ],
             "root_cause": {"failure_id": 1},
         },
     ]
@@ -53,11 +60,11 @@ def test_the_card_on_who_and_when_and_an_agentrx_folder(
     from benchmarks._human_agreement import agentrx_runs, bench_human_agreement
 
     runs = agentrx_runs(holdout / "agentrx")
-    assert [(run.failed, run.step) for run in runs] == [
-        (False, None),
-        (False, None),
-        (True, 28),
-        (True, 3),
+    assert [(run.failed, run.step, run.unconfirmed) for run in runs] == [
+        (False, None, False),
+        (False, None, False),
+        (True, 28, False),
+        (True, 3, True),
     ]
     # The openai importer's step 26 came from traj[28].
     assert runs[2].message_of[26] == 28
@@ -77,7 +84,14 @@ def test_the_card_on_who_and_when_and_an_agentrx_folder(
     assert "human agreement on agentrx: 4 runs, 2 failed by the labels" in out
     assert "expected_actions              2     100.0%   100.0%    50.0%    50.0%" in out
     assert "outcome (successful_completion vs the labels): 4/4 agree; 2/2 failed runs" in out
+    # Task 15 trial 0 had the user's yes before each write: people's label is not caught.
+    assert "runs people label 'did not confirm': 0/1 fail confirmed_before_write" in out
     figures = {figure.name: figure for figure in FIGURES}
+    consent = "agent rubric vs people on agentrx: 'did not confirm' runs failing"
+    assert (
+        figures[consent + " confirmed_before_write"].value,
+        figures[consent + " confirmed_before_write"].note,
+    ) == (0.0, "0/1 runs")
     exact = figures["agent rubric vs people on agentrx: first failing step exact"]
     assert (exact.value, exact.note) == (0.5, "1/2 runs")
     who = figures["agent rubric vs people on who-and-when: first failing step exact"]

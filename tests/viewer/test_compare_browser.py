@@ -55,7 +55,10 @@ def test_two_attempts_side_by_side(chromium: tuple[Any, Any], tmp_path: Path) ->
         cells = flip.locator("td").all_inner_texts()
         assert cells[0] == "regressed", where
         assert cells[2] == (
-            "failed: book_reservation at steps 15, 19 without the user's consent since the proposal"
+            "failed: book_reservation at steps 15, 19 without the user's consent since the proposal; "
+            "book_reservation at step 15 pays with 'certificate_4856383' (payment_methods), a means "
+            "of payment no user turn named; book_reservation at step 19 pays with "
+            "'certificate_4856383' (payment_methods), a means of payment no user turn named"
         ), where
         parting = page.locator("#parting-row")
         assert parting.count() == 1, where

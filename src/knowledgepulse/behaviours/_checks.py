@@ -35,6 +35,8 @@ __all__ = [
     "DEFAULT_CONSENT_PATTERN",
     "DEFAULT_HANDOFF_TOOLS",
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_PAYMENT_ARGUMENTS",
+    "DEFAULT_PAYMENT_PATTERN",
     "DEFAULT_SCRATCH_TOOLS",
     "DEFAULT_WRITE_TOOLS",
     "Finding",
@@ -47,6 +49,7 @@ __all__ = [
     "known_tools",
     "no_loops",
     "state_changing_calls",
+    "unchosen_payments",
     "unconfirmed_writes",
     "unrecovered_errors",
     "valid_arguments",
@@ -61,6 +64,19 @@ DEFAULT_CONSENT_PATTERN = (
     r"correct|that'?s right|sounds good|agreed?|i agree|approved?)\b"
 )
 _REFUSAL = re.compile(r"^\W*(no|nope|not|don'?t|do not|wait|hold on|stop)\b", re.IGNORECASE)
+
+#: The arguments of a write that say how it pays or refunds, as name patterns (tau-bench's
+#: ``payment_id``, ``payment_method_id``, ``payment_methods``). The user chooses the means of
+#: payment: tau-bench's airline and retail policies have the agent ask for it, and a yes to a
+#: proposal that never said how it pays does not choose it.
+DEFAULT_PAYMENT_ARGUMENTS: tuple[str, ...] = ("*payment*",)
+
+#: A user turn matching this (case-insensitive) names a means of payment, as do the words of
+#: the payment's own id ("credit card" for ``credit_card_7``) and the id itself.
+DEFAULT_PAYMENT_PATTERN = (
+    r"\b(pay|paid|paying|payment|payments|card|cards|paypal|gift|certificate|voucher|cash|"
+    r"wallet)\b"
+)
 
 #: Tools taken to change state, as name patterns: the verbs that name writes in the tool sets
 #: seen (tau-bench's airline and retail tools: book_reservation, cancel_pending_order,
@@ -411,15 +427,79 @@ def state_changing_calls(
     ]
 
 
+def unchosen_payments(
+    trace: ReasoningTrace,
+    *,
+    write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
+    read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
+    payment_arguments: Iterable[str] = DEFAULT_PAYMENT_ARGUMENTS,
+    payment_pattern: str = DEFAULT_PAYMENT_PATTERN,
+) -> list[tuple[ToolCall, str, str]]:
+    """(call, argument, value): the state-changing calls that pay or refund by a means the
+    user never chose. A call's argument matching ``payment_arguments`` (name patterns) with a
+    value is chosen when the task or a user turn before the call names a means of payment:
+    the value itself, the words of its id ("credit card" for ``credit_card_7``) or
+    ``payment_pattern`` (card, gift, paypal, payment, paid, ...)."""
+    patterns = tuple(payment_arguments)
+    if not patterns:
+        return []
+    named = re.compile(payment_pattern, re.IGNORECASE)
+    position = {step.step_id: index for index, step in enumerate(trace.steps)}
+    found: list[tuple[ToolCall, str, str]] = []
+    for call in state_changing_calls(
+        trace, write_tools=write_tools, read_only_tools=read_only_tools
+    ):
+        paying = [
+            (key, text)
+            for key, value in call.arguments.items()
+            if is_read_only(key, patterns)
+            for text in _payment_texts(value)
+        ]
+        if not paying:
+            continue
+        said = " ".join(
+            [trace.task.objective or ""]
+            + [
+                step.content or ""
+                for step in trace.steps[: position[call.step_id]]
+                if is_user_turn(step)
+            ]
+        ).lower()
+        if named.search(said):
+            continue
+        for key, text in paying:
+            words = " ".join(re.findall(r"[a-z]+", text))
+            if text not in said and not (words and words in said):
+                found.append((call, key, text))
+                break
+    return found
+
+
+def _payment_texts(value: object) -> list[str]:
+    """The strings an argument's value holds, lower-cased: a string itself, the strings inside
+    a list or object (tau-bench's ``payment_methods: [{payment_id, amount}]``)."""
+    if isinstance(value, str):
+        return [value.strip().lower()] if value.strip() else []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _payment_texts(item)]
+    return []
+
+
 def confirmed_before_write(
     trace: ReasoningTrace,
     *,
     write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     consent_pattern: str = DEFAULT_CONSENT_PATTERN,
+    payment_arguments: Iterable[str] = DEFAULT_PAYMENT_ARGUMENTS,
+    payment_pattern: str = DEFAULT_PAYMENT_PATTERN,
 ) -> Finding:
     """A user turn consenting between the proposal and each state-changing call
-    (:func:`unconfirmed_writes`); undetermined without user turns or state-changing calls."""
+    (:func:`unconfirmed_writes`), and a means of payment the user chose for each call that
+    pays or refunds (:func:`unchosen_payments`); undetermined without user turns or
+    state-changing calls."""
     if not user_turns(trace):
         return _undetermined("the trace has no user turns after the task")
     writes = state_changing_calls(trace, write_tools=write_tools, read_only_tools=read_only_tools)
@@ -431,18 +511,30 @@ def confirmed_before_write(
         read_only_tools=read_only_tools,
         consent_pattern=consent_pattern,
     )
-    if not left:
+    unpaid = unchosen_payments(
+        trace,
+        write_tools=write_tools,
+        read_only_tools=read_only_tools,
+        payment_arguments=payment_arguments,
+        payment_pattern=payment_pattern,
+    )
+    if not left and not unpaid:
         steps = tuple(call.step_id for call in writes)
         return Finding(
             True, f"the user consented before each state-changing call ({steps_text(steps)})", steps
         )
-    steps = tuple(call.step_id for call in left)
-    names = ", ".join(dict.fromkeys(call.name for call in left))
-    return Finding(
-        False,
-        f"{names} at {steps_text(steps)} without the user's consent since the proposal",
-        steps,
-    )
+    parts: list[str] = []
+    if left:
+        names = ", ".join(dict.fromkeys(call.name for call in left))
+        at = steps_text(tuple(call.step_id for call in left))
+        parts.append(f"{names} at {at} without the user's consent since the proposal")
+    for call, key, value in unpaid:
+        parts.append(
+            f"{call.name} at step {call.step_id} pays with {value[:40]!r} ({key}), a means of "
+            "payment no user turn named"
+        )
+    steps = tuple(sorted({call.step_id for call in left} | {call.step_id for call, _, _ in unpaid}))
+    return Finding(False, "; ".join(parts), steps)
 
 
 # -- the end -----------------------------------------------------------------------------------

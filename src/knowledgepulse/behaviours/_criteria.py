@@ -19,6 +19,8 @@ from ._checks import (
     DEFAULT_CONSENT_PATTERN,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
+    DEFAULT_PAYMENT_ARGUMENTS,
+    DEFAULT_PAYMENT_PATTERN,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
     Finding,
@@ -316,6 +318,21 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     DEFAULT_CONSENT_PATTERN,
                     "the words users say yes with; a turn opening with no, wait or stop is a "
                     "refusal whatever follows",
+                ),
+                Parameter(
+                    "payment_arguments",
+                    "patterns",
+                    DEFAULT_PAYMENT_ARGUMENTS,
+                    "the arguments that say how a write pays or refunds (payment_id, "
+                    "payment_method_id); a write naming one needs a user turn before it that "
+                    "names a means of payment; [] to not ask",
+                ),
+                Parameter(
+                    "payment_pattern",
+                    "regex",
+                    DEFAULT_PAYMENT_PATTERN,
+                    "the words that name a means of payment in a user turn (card, gift, paypal, "
+                    "payment, paid, ...), besides the payment's own id and its words",
                 ),
             ),
         ),
