@@ -277,8 +277,13 @@ def test_settings_files_in_yaml_and_json(tmp_path: Path) -> None:
         ),
         (
             {"criteria": {"expected_actions": {"read_only_tools": "get_*"}}},
-            "criteria.expected_actions.read_only_tools: expected a list of tool names or "
+            "criteria.expected_actions.read_only_tools: expected a list of names or fnmatch "
             "patterns, got 'get_*'",
+        ),
+        (
+            {"criteria": {"confirmed_before_write": {"payment_arguments": 3}}},
+            "criteria.confirmed_before_write.payment_arguments: expected a list of names or "
+            "fnmatch patterns, got 3",
         ),
         (
             {"criteria": {"confirmed_before_write": {"consent_pattern": "(yes"}}},

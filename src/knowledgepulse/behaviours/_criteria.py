@@ -79,7 +79,7 @@ class Parameter:
                 or not all(isinstance(item, str) and item for item in value)
             ):
                 raise RubricSettingsError(
-                    f"{where}: expected a list of tool names or patterns, got {value!r}"
+                    f"{where}: expected a list of names or fnmatch patterns, got {value!r}"
                 )
             return tuple(value)
         if not isinstance(value, str):
