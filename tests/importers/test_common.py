@@ -44,6 +44,10 @@ from ._util import TAU_SAMPLE, assert_round_trips, load
         '{"error": {"code": 42}}',
         '{"status": 404, "detail": "missing"}',
         '{"isError": true, "content": []}',
+        # tau-bench's answer to a call of a tool it does not have; others word it alike.
+        "Unknown action modify_order",
+        "Unknown tool: get_weather",
+        "unknown function 'lookup'",
     ],
 )
 def test_error_looking_results(text: str) -> None:
@@ -67,6 +71,7 @@ def test_error_looking_results(text: str) -> None:
         '{"status": 200}',
         "{not json",
         "Errors: 0",
+        "Unknown artist, 1967 (oil on canvas)",
     ],
 )
 def test_ordinary_results(text: str | None) -> None:

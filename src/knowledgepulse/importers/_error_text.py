@@ -14,7 +14,9 @@ from typing import Any
 __all__ = ["looks_like_error"]
 
 _ERROR_WORDS = re.compile(
-    r"^\W{0,3}(?:error|exception|traceback|fatal|failed|failure|not\s+found)\b", re.IGNORECASE
+    r"^\W{0,3}(?:error|exception|traceback|fatal|failed|failure|not\s+found|"
+    r"unknown\s+(?:action|tool|function|command))\b",
+    re.IGNORECASE,
 )
 _EXCEPTION_NAME = re.compile(r"^\W{0,3}[A-Za-z_][\w.]*(?:Error|Exception)\b")
 _HTTP_STATUS = re.compile(
@@ -33,8 +35,9 @@ def looks_like_error(text: str | None) -> bool:
     """Whether a tool result reads as a failure. Conservative: mostly the start of the text.
 
     True when the text starts (after up to three punctuation characters such as ``[`` or ``*``)
-    with ``error``, ``exception``, ``traceback``, ``fatal``, ``failed``, ``failure`` or
-    ``not found`` (any case), with an exception name (``ValueError``, ``requests.HTTPError``),
+    with ``error``, ``exception``, ``traceback``, ``fatal``, ``failed``, ``failure``,
+    ``not found`` or ``unknown action``/``tool``/``function``/``command`` (tau-bench answers a
+    call of a tool it lacks with "Unknown action NAME") (any case), with an exception name (``ValueError``, ``requests.HTTPError``),
     or with an HTTP status of 400 or more (``HTTP 404``, ``status code: 500``,
     ``503 Service Unavailable``); when its first line says ``No such file or directory``,
     ``command not found`` or ``Permission denied``; when it holds a Python traceback anywhere.
