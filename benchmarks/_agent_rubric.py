@@ -73,6 +73,7 @@ def bench_agent_rubric(tau_bench: Path | None = None) -> None:
     )
     _print_located(records, results)
     report(Figure("agent rubric: evaluation per conversation", seconds / len(cases) * 1e3, "ms"))
+    _print_without_ground_truth(records)
     _fixtures()
 
 
@@ -173,6 +174,38 @@ def _print_located(records: list[dict[str, Any]], results: list[Any]) -> None:
                 note=f"{found.exact}/{found.wrong_write} conversations, within {WITHIN}: "
                 f"{found.near}/{found.wrong_write}",
             )
+        )
+
+
+def without_ground_truth(record: dict[str, Any]) -> dict[str, Any]:
+    """A tau-bench record without its reward and its ``info`` (the task's expected actions
+    and outputs): what a log without ground truth gives the rubric."""
+    return {key: value for key, value in record.items() if key not in ("reward", "info")}
+
+
+def _print_without_ground_truth(records: list[dict[str, Any]]) -> None:
+    """The outcome once the expected actions are hidden too: what ``task_completed`` reads
+    from the trace alone, by reward."""
+    from collections import Counter
+
+    from knowledgepulse.behaviours import AGENT_RUBRIC
+    from knowledgepulse.importers import convert
+    from knowledgepulse.rubrics import Case
+
+    outcomes: Counter[tuple[bool, str]] = Counter()
+    for record in records:
+        for trace in convert("openai", without_ground_truth(record)):
+            result = AGENT_RUBRIC.evaluate(Case(trace=trace, case_id=trace.id))
+            outcomes[(record.get("reward", 0) >= 1, str(result.outcome_type))] += 1
+    for rewarded in (True, False):
+        total = sum(count for (r, _), count in outcomes.items() if r == rewarded)
+        shown = ", ".join(
+            f"{outcome} {count}"
+            for (r, outcome), count in sorted(outcomes.items(), key=lambda item: -item[1])
+            if r == rewarded
+        )
+        print(
+            f"without expected actions (info hidden), rewarded {int(rewarded)} ({total}): {shown}"
         )
 
 

@@ -35,6 +35,10 @@ def test_the_agent_rubric_section_reports_agreement_and_ranked_criteria(
     ) in out
     located = next(f for f in FIGURES if "first wrong write" in f.name)
     assert (located.value, located.note) == (1.0, "2/2 conversations, within 3: 2/2")
+    # Without the expected actions the two failed runs show no sign of failure in themselves
+    # (task 0 trial 0 booked with the wrong bags, then answered): the trace alone cannot tell.
+    assert "without expected actions (info hidden), rewarded 1 (2): successful_completion 2" in out
+    assert "without expected actions (info hidden), rewarded 0 (2): successful_completion 2" in out
     assert "openai_chat.json" in out
 
 
