@@ -359,3 +359,46 @@ def test_tau_bench_corpus() -> None:
     assert recovered == 36
     assert (solved, 200 - solved) == (84, 116)
     assert len({t.id for t in traces}) == 200
+
+
+def _deep_call(levels: int) -> dict[str, Any]:
+    """A chat whose one tool call has arguments (JSON text) nesting ``levels`` lists deep:
+    text a model wrote, which the record's own depth limit never saw."""
+    arguments = '{"payment_methods": ' + "[" * levels + '"x"' + "]" * levels + "}"
+    return {
+        "messages": [
+            {"role": "user", "content": "Change my order"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "modify_order", "arguments": arguments},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "assistant", "content": "Done."},
+        ]
+    }
+
+
+def test_arguments_nested_past_the_limit_are_cut_with_a_placeholder() -> None:
+    # Found by hostile input: 900 levels crashed scrub_value (RecursionError), 400 crashed
+    # writing the trace (pydantic's serialization depth); both were kp's internal errors.
+    (trace,) = convert("openai", _deep_call(900))
+    value = trace.steps[0].input["payment_methods"]
+    depth = 2  # the input is level 1, its list level 2; the placeholder stands at level 196
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert (depth, value) == (196, "[nested deeper than 196 levels]")
+    assert json.loads(trace.model_dump_json())["steps"][0]["tool"]["name"] == "modify_order"
+    (shallow,) = convert("openai", _deep_call(190))
+    assert "nested deeper" not in shallow.model_dump_json()
+
+
+def test_arguments_deeper_than_python_reads_refuse_the_record() -> None:
+    with pytest.raises(ConversionError, match="nested deeper than kp reads"):
+        convert("openai", _deep_call(5000))

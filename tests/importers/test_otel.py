@@ -298,3 +298,39 @@ def test_any_value_kinds() -> None:
             "content": "not JSON at all",
         },
     ]
+
+
+def test_an_int_value_that_is_no_integer_names_its_path() -> None:
+    # Found by fuzzing the fixtures: int("hello") escaped as a ValueError (kp's internal error).
+    span = {
+        "traceId": "t",
+        "spanId": "1",
+        "attributes": [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "hello"}}],
+    }
+    with pytest.raises(
+        ConversionError,
+        match=r"attributes\[gen_ai\.usage\.input_tokens\]\.value\.intValue: expected an integer, "
+        r"got 'hello'",
+    ):
+        from_otel(_export(span))
+
+
+@pytest.mark.parametrize("timestamp", [1e308, 10**400])
+def test_a_span_time_past_any_clock_is_left_out(timestamp: float) -> None:
+    # 1e308 microseconds is valid JSON; its thousandfold overflowed int() before.
+    spans = [
+        {
+            "traceId": "t",
+            "id": "s1",
+            "name": "chat",
+            "timestamp": timestamp,
+            "duration": 1500,
+            "attributes": {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.completion.0.role": "assistant",
+                "gen_ai.completion.0.content": "hi",
+            },
+        }
+    ]
+    (trace,) = convert("otel", spans)
+    assert [(s.type, s.content, s.latency_ms) for s in trace.steps] == [("thought", "hi", None)]

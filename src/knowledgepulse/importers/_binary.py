@@ -124,22 +124,33 @@ def scrub_text(text: str) -> str:
     return _BASE64_RUN.sub(run, text)
 
 
-def scrub_value(value: Any) -> Any:
+#: How deep a value may nest below a step's input before it is cut: a record may nest 200
+#: levels (the readers' limit), and a trace holds a step's input 4 levels down, so a deeper
+#: value (JSON text a model wrote, parsed from tool-call arguments) could be neither written
+#: back nor read again.
+MAX_VALUE_DEPTH = 196
+
+
+def scrub_value(value: Any, depth: int = 1) -> Any:
     """A JSON value with its payloads replaced: base64 text as :func:`scrub_text` does, and
-    the values of opaque keys (``encrypted_content``, ...) by ``[encrypted content, N KB]``."""
+    the values of opaque keys (``encrypted_content``, ...) by ``[encrypted content, N KB]``;
+    what nests deeper than :data:`MAX_VALUE_DEPTH` levels (``value`` at ``depth``) by
+    ``[nested deeper than 196 levels]``."""
     if isinstance(value, str):
         return scrub_text(value)
+    if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_VALUE_DEPTH:
+        return f"[nested deeper than {MAX_VALUE_DEPTH} levels]"
     if isinstance(value, Mapping):
         return {
             key: (
                 binary_placeholder(ENCRYPTED, base64_size(item))
                 if key in _OPAQUE_KEYS and isinstance(item, str) and item
-                else scrub_value(item)
+                else scrub_value(item, depth + 1)
             )
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [scrub_value(item) for item in value]
+        return [scrub_value(item, depth + 1) for item in value]
     return value
 
 

@@ -9,9 +9,10 @@ object). Log records that are GenAI events are attached to their span (by ``trac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ._otel_spans import Event, Span
 from ._values import ConversionError, at, expect_dict, expect_list, parse_timestamp
@@ -271,10 +272,10 @@ def _js_span(span: dict[str, Any], path: str, order: int, origin: int) -> Span:
         parent = parent_context.get("spanId")
     start = _hr_nanos(span.get("startTime", span.get("_startTime")))
     end = _hr_nanos(span.get("endTime", span.get("_endTime")))
-    if start is None and isinstance(span.get("timestamp"), (int, float)):
+    if start is None and _finite(span.get("timestamp")):
         start = int(span["timestamp"] * 1000)  # microseconds
         duration = span.get("duration")
-        if isinstance(duration, (int, float)) and not isinstance(duration, bool):
+        if _finite(duration):
             end = start + int(duration * 1000)
         elif _hr_nanos(duration) is not None:
             end = start + (_hr_nanos(duration) or 0)
@@ -304,6 +305,16 @@ def _js_span(span: dict[str, Any], path: str, order: int, origin: int) -> Span:
         order=order,
         origin=origin,
     )
+
+
+def _finite(value: Any) -> TypeGuard[int | float]:
+    """Whether ``value`` is a number whose thousandfold is finite (1e308 is valid JSON)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value * 1000.0)
+    except OverflowError:  # an int past a float's range
+        return False
 
 
 def _hr_nanos(value: Any) -> int | None:
@@ -449,7 +460,15 @@ def _any_value(value: Any, path: str) -> Any:
         return value["boolValue"]
     if "intValue" in value:
         number = value["intValue"]
-        return int(number) if isinstance(number, (int, str)) else number
+        if isinstance(number, str):
+            # OTLP JSON writes 64-bit integers as strings; anything else there is not one.
+            try:
+                return int(number)
+            except ValueError:
+                raise ConversionError(
+                    f"{path}.intValue", f"expected an integer, got {number[:40]!r}"
+                ) from None
+        return number
     if "doubleValue" in value:
         return value["doubleValue"]
     if "arrayValue" in value:

@@ -186,7 +186,14 @@ def convert(
     if importer is None:
         known = ", ".join(format_names())
         raise ConversionError("", f"unknown format {format!r} (expected one of {known})")
-    return importer(record, options)
+    try:
+        return importer(record, options)
+    except RecursionError:
+        # JSON text inside the record (tool-call arguments, span attributes) nesting past
+        # what Python's parser follows: the record's own depth was checked when it was read.
+        raise ConversionError(
+            "", "a value inside the record (JSON text) is nested deeper than kp reads"
+        ) from None
 
 
 # The fields each format's records are known by: what the refusal of an undetected record
