@@ -935,3 +935,31 @@ def test_fuzz_every_record_is_accounted_for(
     listed_lines = {int(m.group(1)) for m in map(location.match, listed) if m}
     assert listed_lines <= set(fuzz.rejected)
     assert "internal error" not in out + err and "Traceback" not in out + err
+
+
+# -- values of another type inside a record --------------------------------------------------
+
+IMPORTERS = Path(__file__).resolve().parent / "data" / "importers"
+
+
+def test_a_value_of_another_type_refuses_its_record_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Found by fuzzing the fixtures with other types: a list where a call id or a span's
+    # operation name goes stopped the whole run with an internal TypeError (unhashable type),
+    # and the records after it were never read.
+    chat = json.loads((IMPORTERS / "openai_chat.json").read_text(encoding="utf-8"))
+    langfuse = json.loads((IMPORTERS / "langfuse_trace.json").read_text(encoding="utf-8"))
+    langfuse["observations"][1]["output"]["tool_calls"][0]["id"] = [1, 2]
+    otel = json.loads((IMPORTERS / "otel_azure_events.json").read_text(encoding="utf-8"))
+    otel["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0]["value"] = {
+        "arrayValue": {"values": []}
+    }
+    source = tmp_path / "mixed.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in (chat, langfuse, otel, chat)))
+    code, out, err = kp(capsys, "eval", str(source), "--from", "auto", "--rubric", "agent")
+    assert code == 1, err
+    assert "internal error" not in err
+    assert f"{source}:2: a value of an unexpected type or form (TypeError: unhashable" in err
+    assert accounting(err) == Accounting(4, 3, 1, 0, None)
+    assert len(out.splitlines()) == 3

@@ -38,3 +38,13 @@ def test_fixture_is_detected_as_its_format(fixture: Path) -> None:
 def test_every_new_format_has_a_fixture() -> None:
     covered = {_format_of(p) for p in FIXTURES}
     assert {"otel", "openai-agents", "langfuse"} <= covered
+
+
+def test_a_field_of_another_type_tells_no_format_and_never_raises() -> None:
+    # A list where OpenAI Agents' "object" or a content block's "type" goes raised TypeError
+    # (unhashable) out of detection, stopping a --from auto run.
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    assert detect_format({"object": ["trace"], "messages": chat}) == "openai"
+    blocks = [{"role": "user", "content": [{"type": ["text"], "text": "hi"}]}]
+    assert detect_format({"messages": blocks}) == "openai"  # no Anthropic block among them
+    assert detect_format({"data": {"object": {"a": 1}}}) is None

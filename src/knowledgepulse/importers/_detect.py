@@ -3,7 +3,7 @@ are known by. Below every converter, so a converter's refusal can name the forma
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ._harness import detect_harness_format
@@ -30,7 +30,17 @@ def detect_format(record: Any) -> str | None:
     first = next((i for i in items if isinstance(i, Mapping)), None)
     if first is None:
         return None
-    return _detect_by_fields(first, items) or _detect_chat_format(first, items)
+    try:
+        return _detect_by_fields(first, items) or _detect_chat_format(first, items)
+    except (TypeError, ValueError, AttributeError):
+        # A field of an unexpected type (a list where a name goes): no format is told by it,
+        # and the refusal says so rather than the run stopping.
+        return None
+
+
+def _named(value: Any, names: Collection[str]) -> bool:
+    """Whether ``value`` is one of ``names``: a list or an object never is (and is unhashable)."""
+    return isinstance(value, str) and value in names
 
 
 def _detect_by_fields(first: Mapping[str, Any], items: list[Any]) -> str | None:
@@ -42,7 +52,9 @@ def _detect_by_fields(first: Mapping[str, Any], items: list[Any]) -> str | None:
     if harness is not None:
         return harness
     wrapped = first_of(first.get("data"))
-    if first.get("object") in _AGENTS_OBJECTS or wrapped.get("object") in _AGENTS_OBJECTS:
+    if _named(first.get("object"), _AGENTS_OBJECTS) or _named(
+        wrapped.get("object"), _AGENTS_OBJECTS
+    ):
         return "openai-agents"
     if isinstance(first.get("observations"), list) or isinstance(wrapped.get("observations"), list):
         return "langfuse"
@@ -117,7 +129,7 @@ def _looks_anthropic(messages: list[Any]) -> bool:
             return False
         content = message.get("content")
         if isinstance(content, list) and any(
-            isinstance(b, Mapping) and b.get("type") in _ANTHROPIC_BLOCKS for b in content
+            isinstance(b, Mapping) and _named(b.get("type"), _ANTHROPIC_BLOCKS) for b in content
         ):
             return True
     return False

@@ -50,7 +50,7 @@ def semconv_messages(raw: Any, path: str) -> list[Message]:
 
 
 def _part(part: Mapping[str, Any], role: str) -> Part | None:
-    kind = part.get("type")
+    kind = part.get("type") if isinstance(part.get("type"), str) else None
     call_id = str(part["id"]) if part.get("id") else None
     if kind in ("text", "reasoning"):
         return Part(kind, stringify(part.get("content")))
@@ -85,7 +85,7 @@ def media_placeholder(part: Mapping[str, Any]) -> str:
     mime = part.get("mime_type") or part.get("mimeType")
     mime = mime if isinstance(mime, str) and mime else part.get("modality")
     mime = mime if isinstance(mime, str) and mime else None
-    kind = part.get("type")
+    kind = part.get("type") if isinstance(part.get("type"), str) else None
     if kind == "blob":
         content = part.get("content")
         size = base64_size(content) if isinstance(content, str) else None

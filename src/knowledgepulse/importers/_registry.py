@@ -188,12 +188,25 @@ def convert(
         raise ConversionError("", f"unknown format {format!r} (expected one of {known})")
     try:
         return importer(record, options)
+    except (ConversionError, TraceValidationError):
+        raise
     except RecursionError:
         # JSON text inside the record (tool-call arguments, span attributes) nesting past
         # what Python's parser follows: the record's own depth was checked when it was read.
         raise ConversionError(
             "", "a value inside the record (JSON text) is nested deeper than kp reads"
         ) from None
+    except _UNEXPECTED as exc:
+        # A value of a type or form no reader expected (a list where an id goes, a number
+        # where text goes) that slipped past the readers' own checks: the record is refused
+        # with what was wrong, and the run goes on with the next one.
+        raise ConversionError(
+            "", f"a value of an unexpected type or form ({type(exc).__name__}: {exc})"[:300]
+        ) from None
+
+
+#: The errors a reader may raise on a value it did not expect, turned into a refusal.
+_UNEXPECTED = (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError)
 
 
 # The fields each format's records are known by: what the refusal of an undetected record

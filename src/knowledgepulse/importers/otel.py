@@ -151,6 +151,7 @@ def _classify(span: Span) -> str:
     if vercel is not None:
         return vercel
     operation = span.attrs.get("gen_ai.operation.name")
+    operation = operation if isinstance(operation, str) else None  # a list names none
     kind = str(span.attrs.get("openinference.span.kind", "")).upper()
     if operation == "execute_tool" or kind in ("TOOL", "RETRIEVER"):
         return "tool"
