@@ -172,3 +172,12 @@ def test_kp_eval_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         f"Invalid value for --tools: {tmp_path / 'broken.json'}: [0].name: expected the tool's name, got 3"
         in err
     )
+
+
+def test_a_file_nested_past_what_python_reads_is_refused(tmp_path: Path) -> None:
+    # It was kp's internal error (RecursionError out of json.loads).
+    path = tmp_path / "tools.json"
+    path.write_text('[{"name": "a", "parameters": ' + '{"items": ' * 5000 + "{}" + "}" * 5001 + "]")
+    with pytest.raises(ToolsFileError) as caught:
+        read_tool_definitions(path)
+    assert str(caught.value) == f"{path}: not JSON: nested deeper than Python's parser reads"

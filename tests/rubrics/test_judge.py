@@ -388,3 +388,14 @@ def test_closing_cancels_what_was_asked_ahead(
     assert time.monotonic() - started < 0.25
     time.sleep(0.4)
     assert len(server.requests) == 1
+
+
+def test_a_judge_answer_nested_past_the_parser_is_read_as_text() -> None:
+    # A model's answer is untrusted text: JSON nested past Python's parser raised
+    # RecursionError out of the verdict's reading.
+    from knowledgepulse.rubrics._chat_client import ChatAnswer
+    from knowledgepulse.rubrics._judge_model import parse_answer
+
+    text = "[" * 5000 + "]" * 5000 + "\nVERDICT: YES"
+    answer = parse_answer(ChatAnswer(text, None, "stop", 1, 1))
+    assert (answer.verdict, answer.problem) == (True, None)

@@ -44,6 +44,10 @@ def read_tool_definitions(path: str | Path) -> list[dict[str, Any]]:
         raise ToolsFileError(f"{where}: cannot read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ToolsFileError(f"{where}: not JSON: {exc}") from None
+    except RecursionError:
+        raise ToolsFileError(
+            f"{where}: not JSON: nested deeper than Python's parser reads"
+        ) from None
     try:
         return tool_definitions_of(data)
     except ToolsFileError as exc:

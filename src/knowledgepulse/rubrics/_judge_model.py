@@ -255,7 +255,7 @@ def _structured(text: str) -> tuple[bool, str] | None:
     fenced = _FENCE.match(text)
     try:
         data = json.loads(fenced.group(1) if fenced else text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a model's answer is untrusted text
         return None
     if not isinstance(data, dict):
         return None

@@ -240,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise QueryError("", f"expected a JSON body of at most {_MAX_BODY} bytes")
         try:
             return json.loads(self.rfile.read(length))
+        except RecursionError:
+            raise QueryError("", "the body is not JSON: nested too deeply") from None
         except ValueError:
             raise QueryError("", "the body is not JSON") from None
 
