@@ -370,6 +370,21 @@ def test_a_lone_surrogate_in_a_string_answers_422_not_500(serve: Serve) -> None:
         assert len(service.kb) == 0
 
 
+def test_a_log_with_a_value_of_another_type_answers_422_not_500(serve: Serve) -> None:
+    # A list where a Langfuse call id goes raised TypeError out of the importer: a 500.
+    langfuse = json.loads((DATA / "langfuse_trace.json").read_text())
+    langfuse["observations"][1]["output"]["tool_calls"][0]["id"] = [1, 2]
+    with serve() as service:
+        client = service.client("alice")
+        for path in ("/v1/score", "/v1/traces"):
+            answer = client.post(path, params={"from": "langfuse"}, json=langfuse)
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["detail"].startswith(
+                "a value of an unexpected type or form (TypeError: unhashable"
+            )
+        assert len(service.kb) == 0
+
+
 def test_contributions_are_redacted_before_they_are_scored_and_stored(
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
