@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -370,17 +371,25 @@ def test_a_lone_surrogate_in_a_string_answers_422_not_500(serve: Serve) -> None:
         assert len(service.kb) == 0
 
 
-def test_a_log_with_a_value_of_another_type_answers_422_not_500(serve: Serve) -> None:
-    # A list where a Langfuse call id goes raised TypeError out of the importer: a 500.
+def test_a_log_a_reader_cannot_take_answers_422_not_500(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A list where a Langfuse call id goes raised TypeError out of the importer: a 500. That
+    # reader takes it now; whatever a reader still raises on a record is the client's 422.
+    from knowledgepulse.importers import _registry
+
+    def breaks(record: Any, options: Any) -> Any:
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setitem(_registry.FORMATS, "langfuse", _registry.Importer("langfuse", "", breaks))
     langfuse = json.loads((DATA / "langfuse_trace.json").read_text())
-    langfuse["observations"][1]["output"]["tool_calls"][0]["id"] = [1, 2]
     with serve() as service:
         client = service.client("alice")
         for path in ("/v1/score", "/v1/traces"):
             answer = client.post(path, params={"from": "langfuse"}, json=langfuse)
             assert answer.status_code == 422, answer.text
-            assert answer.json()["detail"].startswith(
-                "a value of an unexpected type or form (TypeError: unhashable"
+            assert answer.json()["detail"] == (
+                "a value of an unexpected type or form (TypeError: unhashable type: 'list')"
             )
         assert len(service.kb) == 0
 

@@ -247,7 +247,7 @@ def _listed_tool_calls(data: Mapping[str, Any], seen_ids: set[str]) -> list[Part
         calls = [*calls, {"function": function_call}]
     parts: list[Part] = []
     for call in calls if isinstance(calls, (list, tuple)) else []:
-        if not isinstance(call, Mapping) or (call.get("id") and call.get("id") in seen_ids):
+        if not isinstance(call, Mapping) or _opt_str(call.get("id")) in seen_ids:
             continue
         function = call.get("function")
         spec: Mapping[str, Any] = function if isinstance(function, Mapping) else call

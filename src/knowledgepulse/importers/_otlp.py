@@ -9,6 +9,7 @@ object). Log records that are GenAI events are attached to their span (by ``trac
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -205,7 +206,7 @@ def _otlp_span(raw: Any, path: str, order: int, origin: int) -> Span:
         attrs=_attributes(span.get("attributes", []), at(path, "attributes")),
         events=events,
         status=_status(status.get("code")),
-        status_message=status.get("message") or None,
+        status_message=_message(status.get("message")),
         path=path,
         order=order,
         origin=origin,
@@ -238,7 +239,7 @@ def _flat_span(span: dict[str, Any], path: str, order: int, origin: int) -> Span
         attrs=_attributes(span.get("attributes", {}), at(path, "attributes")),
         events=events,
         status=_status(status.get("status_code")),
-        status_message=status.get("description") or None,
+        status_message=_message(status.get("description")),
         path=path,
         order=order,
         origin=origin,
@@ -300,11 +301,19 @@ def _js_span(span: dict[str, Any], path: str, order: int, origin: int) -> Span:
         attrs=_attributes(span.get("attributes") or {}, at(path, "attributes")),
         events=events,
         status=_status(status.get("code")),
-        status_message=status.get("message") or None,
+        status_message=_message(status.get("message")),
         path=path,
         order=order,
         origin=origin,
     )
+
+
+def _message(value: Any) -> str | None:
+    """A span status's message as text: a number or an object written out (some exporters
+    put an error code there), nothing for an empty one."""
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    return value if isinstance(value, str) else json.dumps(value, default=str)[:1000]
 
 
 def _finite(value: Any) -> TypeGuard[int | float]:
