@@ -361,48 +361,40 @@ def bench_human_agreement(
             print_groups(runs)
             _print_without_answer(where)
         if card.multi_agent:
-            report(
-                Figure(
-                    f"{figure}: agent of the first failing step",
-                    card.agent_right / card.multi_agent,
-                    "",
-                    0.55,
-                    lower_is_better=False,
-                    note=f"{card.agent_right}/{card.multi_agent} runs",
-                )
+            _report_share(
+                f"{figure}: agent of the first failing step",
+                card.agent_right,
+                card.multi_agent,
+                0.55,
             )
         if card.unconfirmed:
-            report(
-                Figure(
-                    f"{figure}: 'did not confirm' runs failing confirmed_before_write",
-                    card.unconfirmed_caught / card.unconfirmed,
-                    "",
-                    1.0,
-                    lower_is_better=False,
-                    note=f"{card.unconfirmed_caught}/{card.unconfirmed} runs",
-                )
+            _report_share(
+                f"{figure}: 'did not confirm' runs failing confirmed_before_write",
+                card.unconfirmed_caught,
+                card.unconfirmed,
+                1.0,
             )
         if card.located:
-            report(
-                Figure(
-                    f"{figure}: first failing step exact",
-                    card.step_exact / card.located,
-                    "",
-                    0.15 if name == "who-and-when" else 9 / 27,
-                    lower_is_better=False,
-                    note=f"{card.step_exact}/{card.located} runs",
-                )
+            who = name == "who-and-when"
+            _report_share(
+                f"{figure}: first failing step exact",
+                card.step_exact,
+                card.located,
+                0.15 if who else 9 / 27,
             )
-            report(
-                Figure(
-                    f"{figure}: first failing step within {WITHIN}",
-                    card.step_near / card.located,
-                    "",
-                    None if name == "who-and-when" else 18 / 27,
-                    lower_is_better=False,
-                    note=f"{card.step_near}/{card.located} runs",
-                )
+            _report_share(
+                f"{figure}: first failing step within {WITHIN}",
+                card.step_near,
+                card.located,
+                None if who else 18 / 27,
             )
+
+
+def _report_share(name: str, part: int, whole: int, target: float | None) -> None:
+    """A figure that is a share of runs (higher is better), with its count as the note."""
+    report(
+        Figure(name, part / whole, "", target, lower_is_better=False, note=f"{part}/{whole} runs")
+    )
 
 
 def group_cards(runs: Sequence[LabelledRun]) -> list[Card]:
