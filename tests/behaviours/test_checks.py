@@ -135,6 +135,77 @@ def test_expected_actions_fail_when_an_expected_call_was_not_made() -> None:
     assert finding == Finding(False, "expected book(flight=HAT1, amount=250) was not made", ())
 
 
+def _tau2_truth(basis: list[str] | None) -> dict[str, object]:
+    criteria: dict[str, object] = {
+        "actions": [
+            {
+                "action_id": "1",
+                "name": "check_room_availability",
+                "arguments": {"room_type_id": "suite", "guests": 2, "note": "any"},
+                "compare_args": ["room_type_id", "guests"],
+            },
+            {"action_id": "2", "name": "get_hotel_info", "arguments": {}, "compare_args": []},
+        ],
+        "communicate_info": ["960.0"],
+    }
+    if basis is not None:
+        criteria["reward_basis"] = basis
+    return {"evaluation_criteria": criteria}
+
+
+def test_tau2s_reward_basis_decides_what_the_expected_actions_require() -> None:
+    # tau2 gates its reward on the components its reward_basis lists: ACTION (each expected
+    # call made, compared on its compare_args; other calls allowed), COMMUNICATE (each
+    # communicate_info told), DB (the database as the expected calls leave it: the state-
+    # changing calls compared as tau-bench's are). Real runs (tests/data/importers/tau2/
+    # hotel_calle_gemma3.json) booked a room no expected action names and were rewarded 1.0.
+    steps = (
+        call("check_room_availability", room_type_id="suite", guests=2, note="late"),
+        result("available: 480.0 a night"),
+        call("get_hotel_info"),
+        result("{}"),
+        say("Two nights come to 960.0."),
+        user("Book it."),
+        call("create_reservation", room_type_id="suite", guests=2),
+        result("{}"),
+    )
+    action = expected_actions_match(
+        trace(*steps, ground_truth=_tau2_truth(["ACTION", "COMMUNICATE"]))
+    )
+    assert action == Finding(
+        True,
+        "the 2 expected calls were made (steps 0, 2), other calls allowed (reward_basis ACTION); "
+        "the 1 expected outputs were told (step 4)",
+        (0, 2, 4),
+    )
+    # Without ACTION in the basis (tau2's default is DB and COMMUNICATE) the database decides:
+    # the booking was not among the expected calls.
+    db = expected_actions_match(trace(*steps, ground_truth=_tau2_truth(None)))
+    assert db.passed is False and "create_reservation" in db.reason
+    # ACTION requires each expected call, reads included, on its compare_args.
+    missing = expected_actions_match(
+        trace(*steps[:2], say("960.0"), ground_truth=_tau2_truth(["ACTION"]))
+    )
+    assert missing.passed is False
+    assert missing.reason == "expected get_hotel_info() was not made (reward_basis ACTION)"
+    other = expected_actions_match(
+        trace(
+            call("check_room_availability", room_type_id="double", guests=2),
+            call("get_hotel_info"),
+            ground_truth=_tau2_truth(["ACTION"]),
+        )
+    )
+    assert other.reason == (
+        "expected check_room_availability(room_type_id=suite, guests=2) was not made "
+        "(reward_basis ACTION)"  # the arguments it is compared on
+    )
+    # A basis of model-judged components only leaves nothing to check without a model.
+    judged = expected_actions_match(trace(*steps, ground_truth=_tau2_truth(["NL_ASSERTION"])))
+    assert judged == Finding(
+        None, "the reward_basis (NL_ASSERTION) names nothing a model-free check can decide"
+    )
+
+
 def test_expected_actions_need_the_expected_outputs_told() -> None:
     truth = {"task": {"actions": [], "outputs": ["23553"]}}
     told = trace(
@@ -539,4 +610,13 @@ def test_within_budget_counts_agent_steps_only() -> None:
     )
     assert within_budget(trace(*steps), max_steps=3) == Finding(
         False, "4 agent steps, over the budget of 3 from step 6", (6,)
+    )
+
+
+def test_a_reward_basis_with_nothing_to_tell_passes_saying_so() -> None:
+    # A real tau2 task (tests/data/importers/tau2/resultado_filtro_gastelo_1.json) gates its
+    # reward on COMMUNICATE and gives no communicate_info: rewarded 1.0.
+    truth = {"evaluation_criteria": {"actions": [], "reward_basis": ["COMMUNICATE"]}}
+    assert expected_actions_match(trace(say("In stock."), ground_truth=truth)) == Finding(
+        True, "the reward_basis (COMMUNICATE) asks for no call and no output here", ()
     )

@@ -19,6 +19,7 @@ from knowledgepulse.behaviours import (
     agent_rubric,
     expected_actions_match,
     failure_signs,
+    state_changing_calls,
     task_completed,
     turned_away,
     unfinished,
@@ -122,7 +123,14 @@ def test_a_refused_call_to_the_missing_tool_is_where_the_run_turned_away() -> No
 
 @pytest.mark.parametrize(
     "closing",
-    ["Thank you! ###STOP###", "Thanks, bye.", "thank you so much", "That's all I needed."],
+    [
+        "Thank you! ###STOP###",
+        "Thanks, bye.",
+        "thank you so much",
+        "That's all I needed.",
+        # tau2's simulated user, closing a real run (tests/data/importers/tau2/hotel_calle_gemma3)
+        "That's perfect, thank you so much for your help! I think that's everything.",
+    ],
 )
 def test_a_conversation_the_user_closes_is_finished(closing: str) -> None:
     assert unfinished(trace(user("Book it."), say("Booked."), user(closing))) is None
@@ -150,6 +158,35 @@ def test_the_ends_that_leave_a_run_unfinished() -> None:
     assert unfinished(booked) is None
     assert unfinished(trace(user("Hello?"))) is None
     assert unfinished(asked, closing_pattern="go ahead") is None
+
+
+def test_a_run_its_own_record_says_the_user_or_agent_ended_is_finished() -> None:
+    # tau2 records why a run stopped: user_stop and agent_stop are a conversation that ended
+    # itself (a real run ends on "Okay, S/ 185.5. That's good to know. Thank you for letting
+    # me know it's in stock", which no closing words catch), max_steps one that was cut.
+    said = (user("Is JD-101 in stock?"), say("Yes, at S/ 185.50."), user("Okay, S/ 185.5. Good."))
+    kept = trace(*said).to_dict()
+    kept["metadata"]["kp_import"] = {"termination_reason": "user_stop"}
+    assert unfinished(ReasoningTrace.model_validate(kept)) is None
+    kept["metadata"]["kp_import"] = {"termination_reason": "agent_stop"}
+    assert unfinished(ReasoningTrace.model_validate(kept)) is None
+    kept["metadata"]["kp_import"] = {"termination_reason": "max_steps"}
+    assert unfinished(ReasoningTrace.model_validate(kept)) is not None
+    assert unfinished(trace(*said)) is not None
+
+
+def test_a_check_is_a_read() -> None:
+    # tau2's hotel domain checks a room's availability before booking: not a write to consent
+    # to, nor one the database comparison counts.
+    # A tool the expected actions name counts as a write unless its name reads.
+    truth = {"actions": [{"name": "check_room_availability"}, {"name": "create_reservation"}]}
+    asked = trace(
+        user("A suite for two?"),
+        call("check_room_availability", room="suite"),
+        call("create_reservation", room="suite"),
+        ground_truth=truth,
+    )
+    assert [c.name for c in state_changing_calls(asked)] == ["create_reservation"]
 
 
 def test_the_closing_pattern_is_a_setting() -> None:
@@ -185,3 +222,32 @@ def test_a_conversation_of_ten_thousand_steps_is_located_in_linear_time() -> Non
         "expected_actions",
         9996,
     )
+
+
+TAU2 = Path(__file__).resolve().parents[1] / "data" / "importers" / "tau2"
+
+
+def test_the_outcome_agrees_with_tau2s_reward_on_real_runs() -> None:
+    # Five real tau2 runs (SOURCE.md beside them), graded without their reward_info: their
+    # tasks gate the reward on DB and COMMUNICATE (retail), ACTION and COMMUNICATE (hotel) or
+    # COMMUNICATE alone. Before the reward basis was read, 2 of the 5 agreed.
+    seen: list[tuple[str, float, str]] = []
+    for path in sorted(TAU2.glob("*.json")):
+        results = json.loads(path.read_text(encoding="utf-8"))
+        rewards = {}
+        for simulation in results["simulations"]:
+            rewards[(simulation["task_id"], simulation.get("trial", 0))] = simulation.pop(
+                "reward_info"
+            )["reward"]
+        for made in convert("tau2", results):
+            imported = (made.metadata.model_extra or {})["kp_import"]
+            reward = rewards[(imported["task"], imported["trial"])]
+            outcome = AGENT_RUBRIC.evaluate(Case(trace=made, case_id=made.id)).outcome_type
+            seen.append((imported["task"], reward, str(outcome)))
+    assert sorted(seen) == [
+        ("0", 1.0, "successful_completion"),
+        ("2", 0.0, "partial_failure"),
+        ("hotel_availability_suite_may", 0.0, "partial_failure"),
+        ("hotel_cheapest_room_for_two", 1.0, "successful_completion"),
+        ("hotel_price_family_april", 1.0, "successful_completion"),
+    ]

@@ -19,6 +19,7 @@ from ._facts import (
     expected_actions,
     expected_outputs,
     is_read_only,
+    reward_basis,
     show_call,
     steps_text,
     tool_calls,
@@ -48,6 +49,12 @@ def expected_actions_match(
     multiset (order-free), and what the task expected the agent to tell the user was told;
     undetermined without expected actions in ``metadata.ground_truth``.
 
+    What is required follows the ground truth's ``reward_basis`` (tau2; :func:`reward_basis`),
+    by default ``DB`` and ``COMMUNICATE`` as tau-bench checks: ``DB`` is the comparison of the
+    writes below; ``ACTION`` requires each expected call (reads included) to have been made,
+    compared on its ``compare_args`` only, other calls allowed; ``COMMUNICATE`` the outputs
+    told. A basis naming none of the three is undetermined (a model's judgement decides it).
+
     Calls to tools matching ``read_only_tools`` are left out on both sides, and so are calls
     whose observation was an error (a refused write changed nothing). A call matches an
     expected one when its arguments are equal, or give the same arguments with objects inside
@@ -70,7 +77,61 @@ def expected_actions_match(
     expected = expected_actions(trace)
     if expected is None:
         return Finding(None, "the trace has no expected actions in metadata.ground_truth")
-    read_only = tuple(read_only_tools)
+    basis = reward_basis(trace)
+    gated = set(_TAU_BENCH_BASIS if basis is None else basis)
+    if not gated & _DECIDABLE:
+        return Finding(
+            None,
+            f"the reward_basis ({', '.join(basis or ())}) names nothing a model-free check can "
+            "decide",
+        )
+    parts: list[str] = []
+    steps: list[int] = []
+    passed: list[str] = []
+    passed_steps: list[int] = []
+    if "DB" in gated:
+        _compare_writes(trace, expected, tuple(read_only_tools), parts, steps, passed, passed_steps)
+    if "ACTION" in gated:
+        _each_action_made(trace, expected, parts, passed, passed_steps)
+    outputs = expected_outputs(trace) if "COMMUNICATE" in gated else []
+    untold, told_steps = _told(trace, outputs)
+    for output in untold:
+        parts.append(f"expected output {output[:40]!r} was never told to the user")
+    if not parts:
+        if outputs:
+            told = f"the {len(outputs)} expected outputs were told"
+            passed.append(f"{told} ({steps_text(tuple(told_steps))})" if told_steps else told)
+        reason = "; ".join(passed) or (
+            f"the reward_basis ({', '.join(basis or ())}) asks for no call and no output here"
+        )
+        return Finding(True, reason, tuple(sorted({*passed_steps, *told_steps})))
+    missing = [action.name for action in _left_out(trace, expected, tuple(read_only_tools), gated)]
+    if not steps and missing:
+        away = turned_away(trace, missing, decline_pattern)
+        if away is not None:
+            steps = [away[0]]
+            parts.append(f"the run turned away at step {away[0]} ({away[1]})")
+    return Finding(False, "; ".join(parts), tuple(steps))
+
+
+#: What tau-bench gates its reward on (and tau2 by default): the database, the outputs told.
+_TAU_BENCH_BASIS = ("DB", "COMMUNICATE")
+#: The reward components a trace decides without a model (tau2's NL_ASSERTION needs one, and
+#: ENV_ASSERTION the environment).
+_DECIDABLE = frozenset({"DB", "ACTION", "COMMUNICATE"})
+
+
+def _compare_writes(
+    trace: ReasoningTrace,
+    expected: list[ExpectedAction],
+    read_only: tuple[str, ...],
+    parts: list[str],
+    steps: list[int],
+    passed: list[str],
+    passed_steps: list[int],
+) -> None:
+    """The database's part: the state-changing calls made against the expected ones, as a
+    multiset; what differs goes to ``parts`` and ``steps``, a match to ``passed``."""
     wanted = [action for action in expected if not is_read_only(action.name, read_only)]
     made = [
         call
@@ -78,23 +139,17 @@ def expected_actions_match(
         if not call.failed and not is_read_only(call.name, read_only)
     ]
     extra, left = _unmatched(made, wanted)
-    outputs = expected_outputs(trace)
-    untold, told_steps = _told(trace, outputs)
-    made_steps = tuple(call.step_id for call in made)
-    if not extra and not left and not untold:
+    if not extra and not left:
+        made_steps = tuple(call.step_id for call in made)
         if not wanted:
-            reason = "no state-changing call expected and none made"
+            passed.append("no state-changing call expected and none made")
         else:
-            reason = (
+            passed.append(
                 f"the {len(wanted)} expected state-changing calls were made "
                 f"({steps_text(made_steps)})"
             )
-        if outputs:
-            reason += f"; the {len(outputs)} expected outputs were told"
-            if told_steps:
-                reason += f" ({steps_text(told_steps)})"
-        return Finding(True, reason, tuple(sorted({*made_steps, *told_steps})))
-    parts: list[str] = []
+        passed_steps.extend(made_steps)
+        return
     for call in extra:
         twin = next((action for action in left if action.name == call.name), None)
         if twin is not None:
@@ -109,15 +164,55 @@ def expected_actions_match(
             )
     for action in left:
         parts.append(f"expected {show_call(action.name, action.arguments, 60)} was not made")
-    for output in untold:
-        parts.append(f"expected output {output[:40]!r} was never told to the user")
-    steps = tuple(call.step_id for call in extra)
-    if not extra and left:
-        away = turned_away(trace, [action.name for action in left], decline_pattern)
-        if away is not None:
-            steps = (away[0],)
-            parts.append(f"the run turned away at step {away[0]} ({away[1]})")
-    return Finding(False, "; ".join(parts), steps)
+    steps.extend(call.step_id for call in extra)
+
+
+def _each_action_made(
+    trace: ReasoningTrace,
+    expected: list[ExpectedAction],
+    parts: list[str],
+    passed: list[str],
+    passed_steps: list[int],
+) -> None:
+    """tau2's ACTION part: each expected call (reads too) matched by a call made, on its
+    ``compare_args``; other calls are allowed, and a call the tool refused still counts."""
+    calls = tool_calls(trace)
+    found: list[int] = []
+    for action in expected:
+        match = next((call for call in calls if action.matched_by(call)), None)
+        if match is None:
+            compared = {
+                key: value
+                for key, value in action.arguments.items()
+                if action.compare_args is None or key in action.compare_args
+            }
+            parts.append(
+                f"expected {show_call(action.name, compared, 60)} was not made "
+                "(reward_basis ACTION)"
+            )
+        else:
+            found.append(match.step_id)
+    if len(found) == len(expected):
+        passed.append(
+            f"the {len(expected)} expected calls were made ({steps_text(tuple(found))}), other "
+            "calls allowed (reward_basis ACTION)"
+        )
+        passed_steps.extend(found)
+
+
+def _left_out(
+    trace: ReasoningTrace,
+    expected: list[ExpectedAction],
+    read_only: tuple[str, ...],
+    gated: set[str],
+) -> list[ExpectedAction]:
+    """The expected actions no call made: those an ACTION basis requires, else the writes."""
+    calls = tool_calls(trace)
+    if "ACTION" in gated:
+        return [a for a in expected if not any(a.matched_by(call) for call in calls)]
+    wanted = [action for action in expected if not is_read_only(action.name, read_only)]
+    made = [call for call in calls if not call.failed and not is_read_only(call.name, read_only)]
+    return _unmatched(made, wanted)[1]
 
 
 def turned_away(

@@ -29,6 +29,7 @@ __all__ = [
     "expected_outputs",
     "failed_observations",
     "is_read_only",
+    "reward_basis",
     "show_call",
     "steps_text",
     "tool_calls",
@@ -54,6 +55,7 @@ DEFAULT_READ_ONLY_TOOLS: tuple[str, ...] = (
     "lookup_*",
     "fetch_*",
     "query_*",
+    "check_*",
     "calculate",
     "think",
     "transfer_to_*",
@@ -92,10 +94,24 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ExpectedAction:
-    """An action the task expected: a tool name and its arguments (from the ground truth)."""
+    """An action the task expected: a tool name and its arguments (from the ground truth);
+    ``compare_args``, when the ground truth names them (tau2), the arguments a call must match
+    (the others are the reference run's own choices)."""
 
     name: str
     arguments: Mapping[str, Any]
+    compare_args: tuple[str, ...] | None = None
+
+    def matched_by(self, call: ToolCall) -> bool:
+        """Whether ``call`` is this action as tau2's ``compare_with_tool_call`` decides: the
+        same tool, and the same values on ``compare_args`` (on all of the call's arguments
+        when it names none)."""
+        if call.name != self.name:
+            return False
+        keys = set(call.arguments) if self.compare_args is None else set(self.compare_args)
+        made = {k: v for k, v in call.arguments.items() if k in keys}
+        wanted = {k: v for k, v in self.arguments.items() if k in keys}
+        return canonical_arguments(made) == canonical_arguments(wanted)
 
     @property
     def signature(self) -> tuple[str, str]:
@@ -290,8 +306,29 @@ def _actions(items: Iterable[Any]) -> list[ExpectedAction] | None:
             arguments = {}
         if not isinstance(arguments, Mapping):
             return None
-        actions.append(ExpectedAction(name, arguments))
+        compare = item.get("compare_args")
+        compared = (
+            tuple(str(key) for key in compare)
+            if isinstance(compare, Sequence) and not isinstance(compare, (str, bytes))
+            else None
+        )
+        actions.append(ExpectedAction(name, arguments, compared))
     return actions
+
+
+def reward_basis(trace: ReasoningTrace) -> tuple[str, ...] | None:
+    """What the task's reward is gated on (tau2's ``evaluation_criteria.reward_basis``:
+    ``DB``, ``ACTION``, ``COMMUNICATE``, ``ENV_ASSERTION``, ``NL_ASSERTION``), upper-cased;
+    ``None`` when the ground truth names none (tau-bench: the database and the outputs)."""
+    truth = _extra(trace.metadata, "ground_truth")
+    for path in (("evaluation_criteria",), ("task", "evaluation_criteria")):
+        value: Any = truth
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        basis = value.get("reward_basis") if isinstance(value, Mapping) else None
+        if isinstance(basis, Sequence) and not isinstance(basis, (str, bytes)):
+            return tuple(str(item).upper() for item in basis)
+    return None
 
 
 def is_read_only(name: str, read_only_tools: Iterable[str]) -> bool:

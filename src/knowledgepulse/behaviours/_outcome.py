@@ -60,9 +60,14 @@ DEFAULT_BUDGET_PATTERN = (
 #: it unanswered: tau-bench's user simulator ends with ``###STOP###``; people say goodbye,
 #: or only thank the agent.
 DEFAULT_CLOSING_PATTERN = (
-    r"###STOP###|\b(bye|goodbye|that'?s all|that is all|nothing else|have a (nice|good|great) "
+    r"###STOP###|\b(bye|goodbye|that'?s all|that is all|that'?s everything|that is everything|"
+    r"nothing else|have a (nice|good|great) "
     r"day|talk (to you )?soon)\b|^\W*(ok(ay)?\W+|great\W+|perfect\W+)?(thanks?|thank you)\b[^?]{0,60}$"
 )
+
+#: Stop reasons that say the conversation ended itself: tau2's ``user_stop`` (the user closed
+#: it) and ``agent_stop`` (the agent did), whatever the last turn's words.
+_ENDED_ITSELF = frozenset({"user_stop", "agent_stop"})
 
 # Where a trace records why its run stopped: the importers keep it in metadata.kp_import
 # (Bedrock stop_reason, Gemini finish_reason, SWE-agent exit_status, tau2 termination_reason);
@@ -242,7 +247,8 @@ def unfinished(
     scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
 ) -> FailureSign | None:
     """The ``unfinished`` sign when the run ends on an observation no agent step followed, else
-    ``None``: a user turn that does not match ``closing_pattern`` (a request or a yes the agent
+    ``None`` (also when its recorded stop reason says the conversation ended itself: tau2's
+    ``user_stop``, ``agent_stop``): a user turn that does not match ``closing_pattern`` (a request or a yes the agent
     never answered), or, in a conversation (a trace with user turns), the output of a call
     that is neither a handoff (``handoff_tools``: the conversation goes to a person) nor a
     failed call (``unrecovered_error`` says that one) nor a scratch tool's: the agent never
@@ -252,6 +258,8 @@ def unfinished(
     if not trace.steps or trace.steps[-1].type != "observation":
         return None
     if not agent_steps(trace):
+        return None
+    if (_stop_reason(trace) or "").lower() in _ENDED_ITSELF:
         return None
     summary, copied = final_answer(trace)
     if summary and not copied and trace.outcome.result_summary.strip():
