@@ -584,6 +584,18 @@ def test_confirmed_before_write_undetermined_without_user_turns_or_writes() -> N
 # -- answered and within_budget ----------------------------------------------------------------
 
 
+def test_a_run_that_ends_by_submitting_its_result_has_answered() -> None:
+    # Real runs end so (tests/data/importers): SWE-agent on `submit`, whose output is the
+    # patch; OpenHands on `finish` after "All done!"; pydantic-ai on `final_result`, which
+    # carries the structured answer. Each read as "a tool call: no answer follows".
+    for tool in ("submit", "finish", "final_result", "attempt_completion"):
+        made = trace(call("edit", path="a.py"), result("edited"), call(tool), result("diff --git"))
+        assert answered(made) == Finding(True, f"step 2 delivers the result ({tool})", (2,)), tool
+    refused = trace(call("submit"), result("Error: no changes to submit", error=True))
+    assert answered(refused).passed is False
+    assert answered(trace(call("submit")), final_tools=[]).passed is False
+
+
 def test_answered() -> None:
     assert answered(trace(call("a"), result(), say("Here it is."), user("thanks"))) == Finding(
         True, "step 2 answers the user", (2,)

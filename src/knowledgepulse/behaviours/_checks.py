@@ -33,6 +33,7 @@ from ._schema_check import schema_problems
 
 __all__ = [
     "DEFAULT_CONSENT_PATTERN",
+    "DEFAULT_FINAL_TOOLS",
     "DEFAULT_HANDOFF_TOOLS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_PAYMENT_ARGUMENTS",
@@ -108,6 +109,21 @@ DEFAULT_WRITE_TOOLS: tuple[str, ...] = (
 #: Tools that end a conversation by handing the user over to a person (tau-bench's
 #: ``transfer_to_human_agents``): the handoff is the run's answer.
 DEFAULT_HANDOFF_TOOLS: tuple[str, ...] = ("transfer_to_*",)
+
+#: Tools an autonomous agent delivers its result with, as name patterns: SWE-agent's
+#: ``submit`` (its output is the patch), OpenHands' ``finish``, pydantic-ai's
+#: ``final_result`` (the structured answer), Cline's ``attempt_completion``. A run ending on a
+#: call of one that did not fail has answered.
+DEFAULT_FINAL_TOOLS: tuple[str, ...] = (
+    "submit",
+    "submit_*",
+    "finish",
+    "final_result",
+    "final_answer",
+    "attempt_completion",
+    "complete_task",
+    "task_complete",
+)
 
 #: Tools that only note or compute (tau-bench's ``think`` and ``calculate``): they succeed
 #: whatever happened, so calling one after an error is no recovery.
@@ -541,12 +557,17 @@ def confirmed_before_write(
 
 
 def answered(
-    trace: ReasoningTrace, *, handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS
+    trace: ReasoningTrace,
+    *,
+    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
+    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
 ) -> Finding:
     """The run ends with a non-empty answer to the user: its last agent step is a thought with
-    text, or a call handing the user over to a person (``handoff_tools``, names or ``fnmatch``
-    patterns), or the outcome's ``result_summary`` is an answer of its own (not a copy of a
-    thought, which importers make when the source gives no final answer)."""
+    text, a call handing the user over to a person (``handoff_tools``, names or ``fnmatch``
+    patterns) or a call delivering the result that did not fail (``final_tools``: ``submit``,
+    ``finish``, ``final_result``, ...), or the outcome's ``result_summary`` is an answer of its
+    own (not a copy of a thought, which importers make when the source gives no final
+    answer)."""
     summary = trace.outcome.result_summary.strip()
     thoughts = {(step.content or "").strip() for step in trace.steps if step.type == "thought"}
     if summary and summary not in thoughts:
@@ -563,6 +584,14 @@ def answered(
             f"step {last.step_id} hands the user over ({last.tool.name})",
             (last.step_id,),
         )
+    if last.tool is not None and is_read_only(last.tool.name, tuple(final_tools)):
+        call = next((c for c in tool_calls(trace) if c.step_id == last.step_id), None)
+        if call is not None and not call.failed:
+            return Finding(
+                True,
+                f"step {last.step_id} delivers the result ({last.tool.name})",
+                (last.step_id,),
+            )
     what = "an empty thought" if last.type == "thought" else f"a {last.type.replace('_', ' ')}"
     return Finding(
         False,

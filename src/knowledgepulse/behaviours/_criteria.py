@@ -17,6 +17,7 @@ from ..rubrics import RubricLoadError
 from . import _checks, _expected_actions, _grounding, _outcome, _progress
 from ._checks import (
     DEFAULT_CONSENT_PATTERN,
+    DEFAULT_FINAL_TOOLS,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_MAX_STEPS,
     DEFAULT_PAYMENT_ARGUMENTS,
@@ -349,6 +350,13 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     DEFAULT_HANDOFF_TOOLS,
                     "a run that ends by handing the user over to a person has answered: "
                     "tau-bench's transfer_to_human_agents ends the conversation",
+                ),
+                Parameter(
+                    "final_tools",
+                    "patterns",
+                    DEFAULT_FINAL_TOOLS,
+                    "a run that ends on a call delivering its result has answered: SWE-agent's "
+                    "submit, OpenHands' finish, pydantic-ai's final_result",
                 ),
             ),
             locates="symptom",
