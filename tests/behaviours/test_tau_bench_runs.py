@@ -153,6 +153,11 @@ def test_the_ends_that_leave_a_run_unfinished() -> None:
     asking = user("Book F1.")
     assert unfinished(trace(asking, call("transfer_to_human_agents"), result("Moved"))) is None
     assert unfinished(trace(asking, call("think", thought="x"), result(""))) is None
+    # So does a call delivering the result: Terminus-2 runs end on the terminal's
+    # output after mark_task_complete (Harbor's ATIF trajectories).
+    done = trace(asking, call("mark_task_complete"), result("New Terminal Output:"))
+    assert unfinished(done) is None
+    assert unfinished(done, final_tools=[]) is not None
     assert unfinished(trace(asking, call("book_flight"), result("Error", error=True))) is None
     booked = trace(asking, call("book_flight"), result("booked"), summary="Booked F1.")
     assert unfinished(booked) is None

@@ -112,8 +112,8 @@ DEFAULT_HANDOFF_TOOLS: tuple[str, ...] = ("transfer_to_*",)
 
 #: Tools an autonomous agent delivers its result with, as name patterns: SWE-agent's
 #: ``submit`` (its output is the patch), OpenHands' ``finish``, pydantic-ai's
-#: ``final_result`` (the structured answer), Cline's ``attempt_completion``. A run ending on a
-#: call of one that did not fail has answered.
+#: ``final_result`` (the structured answer), Cline's ``attempt_completion``, Terminus-2's
+#: ``mark_task_complete``. A run ending on a call of one that did not fail has answered.
 DEFAULT_FINAL_TOOLS: tuple[str, ...] = (
     "submit",
     "submit_*",
@@ -122,7 +122,7 @@ DEFAULT_FINAL_TOOLS: tuple[str, ...] = (
     "final_answer",
     "attempt_completion",
     "complete_task",
-    "task_complete",
+    "*task_complete",
 )
 
 #: Tools that only note or compute (tau-bench's ``think`` and ``calculate``): they succeed

@@ -236,6 +236,13 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     DEFAULT_SCRATCH_TOOLS,
                     "a note or computation after a failed call leaves the error at the end",
                 ),
+                Parameter(
+                    "final_tools",
+                    "patterns",
+                    DEFAULT_FINAL_TOOLS,
+                    "a conversation may end on the output of a call delivering the result "
+                    "(Terminus-2's mark_task_complete): it was not cut",
+                ),
             ),
             locates="symptom",
         ),

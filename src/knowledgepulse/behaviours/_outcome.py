@@ -11,6 +11,7 @@ from typing import Literal
 
 from .._schema import ReasoningTrace
 from ._checks import (
+    DEFAULT_FINAL_TOOLS,
     DEFAULT_HANDOFF_TOOLS,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
@@ -132,6 +133,7 @@ def failure_signs(
     write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
+    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
 ) -> list[FailureSign]:
     """The signs in ``trace`` that its run failed, in this order:
 
@@ -212,7 +214,11 @@ def failure_signs(
                 (ending.result_step if ending.result_step is not None else ending.step_id,),
             )
         )
-    signs.extend(_ending_signs(trace, budget_pattern, closing_pattern, handoff_tools, scratch))
+    signs.extend(
+        _ending_signs(
+            trace, budget_pattern, closing_pattern, handoff_tools, scratch, tuple(final_tools)
+        )
+    )
     return signs
 
 
@@ -222,6 +228,7 @@ def _ending_signs(
     closing_pattern: str,
     handoff_tools: Iterable[str],
     scratch_tools: Iterable[str],
+    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
 ) -> list[FailureSign]:
     """The signs that the run did not get to its end: a budget stop reason, an unfinished end."""
     signs: list[FailureSign] = []
@@ -233,6 +240,7 @@ def _ending_signs(
         closing_pattern=closing_pattern,
         handoff_tools=handoff_tools,
         scratch_tools=scratch_tools,
+        final_tools=final_tools,
     )
     if ending is not None:
         signs.append(ending)
@@ -245,12 +253,14 @@ def unfinished(
     closing_pattern: str = DEFAULT_CLOSING_PATTERN,
     handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
     scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
+    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
 ) -> FailureSign | None:
     """The ``unfinished`` sign when the run ends on an observation no agent step followed, else
     ``None`` (also when its recorded stop reason says the conversation ended itself: tau2's
     ``user_stop``, ``agent_stop``): a user turn that does not match ``closing_pattern`` (a request or a yes the agent
     never answered), or, in a conversation (a trace with user turns), the output of a call
     that is neither a handoff (``handoff_tools``: the conversation goes to a person) nor a
+    delivery of the result (``final_tools``: Terminus-2's ``mark_task_complete``) nor a
     failed call (``unrecovered_error`` says that one) nor a scratch tool's: the agent never
     told the user what it did. An autonomous run (no user turn) may end on its last call's
     output (a ``submit``). A run whose outcome carries an answer of its own (a ``result_summary``
@@ -280,8 +290,9 @@ def unfinished(
     call = next((c for c in tool_calls(trace) if c.result_step == last.step_id), None)
     if call is None or call.failed:
         return None
-    if is_read_only(call.name, tuple(handoff_tools)) or is_read_only(
-        call.name, tuple(scratch_tools)
+    if any(
+        is_read_only(call.name, tuple(tools))
+        for tools in (handoff_tools, scratch_tools, final_tools)
     ):
         return None
     return FailureSign(
@@ -303,6 +314,7 @@ def task_completed(
     write_tools: Iterable[str] = DEFAULT_WRITE_TOOLS,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     scratch_tools: Iterable[str] = DEFAULT_SCRATCH_TOOLS,
+    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
 ) -> Finding:
     """The trace itself shows no sign that its run failed (:func:`failure_signs`): the outcome
     when no expected actions are given. When the task's expected actions are in
@@ -312,7 +324,12 @@ def task_completed(
     rewards a run cut at its step limit 0 even when its writes were the expected ones."""
     if expected_actions(trace) is not None:
         ending = _ending_signs(
-            trace, budget_pattern, closing_pattern, handoff_tools, tuple(scratch_tools)
+            trace,
+            budget_pattern,
+            closing_pattern,
+            handoff_tools,
+            tuple(scratch_tools),
+            tuple(final_tools),
         )
         if not ending:
             return Finding(
@@ -332,6 +349,7 @@ def task_completed(
         write_tools=write_tools,
         read_only_tools=read_only_tools,
         scratch_tools=scratch_tools,
+        final_tools=final_tools,
     )
     if not signs:
         return Finding(
