@@ -389,6 +389,7 @@ def test_arguments_nested_past_the_limit_are_cut_with_a_placeholder() -> None:
     # Found by hostile input: 900 levels crashed scrub_value (RecursionError), 400 crashed
     # writing the trace (pydantic's serialization depth); both were kp's internal errors.
     (trace,) = convert("openai", _deep_call(900))
+    assert trace.steps[0].input is not None
     value = trace.steps[0].input["payment_methods"]
     depth = 2  # the input is level 1, its list level 2; the placeholder stands at level 196
     while isinstance(value, list):
