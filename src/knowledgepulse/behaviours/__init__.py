@@ -36,7 +36,6 @@ from ._checks import (
     Finding,
     Loop,
     UnrecoveredError,
-    answered,
     confirmed_before_write,
     errors_recovered,
     find_loops,
@@ -47,7 +46,6 @@ from ._checks import (
     unconfirmed_writes,
     unrecovered_errors,
     valid_arguments,
-    within_budget,
 )
 from ._criteria import BEHAVIOURS, Behaviour, Parameter, RubricSettingsError
 from ._expected_actions import DEFAULT_DECLINE_PATTERN, expected_actions_match, turned_away
@@ -82,10 +80,12 @@ from ._outcome import (
     DEFAULT_FAILURE_PATTERN,
     DEFAULT_HANDOFF_PATTERN,
     FailureSign,
+    answered,
     failure_signs,
     final_answer,
     task_completed,
     unfinished,
+    within_budget,
 )
 from ._progress import (
     DEFAULT_STALL_PATTERN,

@@ -19,7 +19,6 @@ from ._facts import (
     DEFAULT_READ_ONLY_TOOLS,
     ToolCall,
     _observation_failed,
-    agent_steps,
     expected_actions,
     failed_observations,
     is_read_only,
@@ -43,7 +42,6 @@ __all__ = [
     "Finding",
     "Loop",
     "UnrecoveredError",
-    "answered",
     "confirmed_before_write",
     "errors_recovered",
     "find_loops",
@@ -54,7 +52,6 @@ __all__ = [
     "unconfirmed_writes",
     "unrecovered_errors",
     "valid_arguments",
-    "within_budget",
 ]
 
 #: A user turn consents when it matches this (case-insensitive) and does not open with a
@@ -551,64 +548,3 @@ def confirmed_before_write(
         )
     steps = tuple(sorted({call.step_id for call in left} | {call.step_id for call, _, _ in unpaid}))
     return Finding(False, "; ".join(parts), steps)
-
-
-# -- the end -----------------------------------------------------------------------------------
-
-
-def answered(
-    trace: ReasoningTrace,
-    *,
-    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
-    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
-) -> Finding:
-    """The run ends with a non-empty answer to the user: its last agent step is a thought with
-    text, a call handing the user over to a person (``handoff_tools``, names or ``fnmatch``
-    patterns) or a call delivering the result that did not fail (``final_tools``: ``submit``,
-    ``finish``, ``final_result``, ...), or the outcome's ``result_summary`` is an answer of its
-    own (not a copy of a thought, which importers make when the source gives no final
-    answer)."""
-    summary = trace.outcome.result_summary.strip()
-    thoughts = {(step.content or "").strip() for step in trace.steps if step.type == "thought"}
-    if summary and summary not in thoughts:
-        return Finding(True, "the outcome's result_summary answers the task")
-    agents = agent_steps(trace)
-    if not agents:
-        return Finding(False, "the agent took no step and gave no result_summary")
-    last = agents[-1]
-    if last.type == "thought" and (last.content or "").strip():
-        return Finding(True, f"step {last.step_id} answers the user", (last.step_id,))
-    if last.tool is not None and is_read_only(last.tool.name, tuple(handoff_tools)):
-        return Finding(
-            True,
-            f"step {last.step_id} hands the user over ({last.tool.name})",
-            (last.step_id,),
-        )
-    if last.tool is not None and is_read_only(last.tool.name, tuple(final_tools)):
-        call = next((c for c in tool_calls(trace) if c.step_id == last.step_id), None)
-        if call is not None and not call.failed:
-            return Finding(
-                True,
-                f"step {last.step_id} delivers the result ({last.tool.name})",
-                (last.step_id,),
-            )
-    what = "an empty thought" if last.type == "thought" else f"a {last.type.replace('_', ' ')}"
-    return Finding(
-        False,
-        f"the agent's last step, {last.step_id}, is {what}: no answer follows",
-        (last.step_id,),
-    )
-
-
-def within_budget(trace: ReasoningTrace, *, max_steps: int = DEFAULT_MAX_STEPS) -> Finding:
-    """At most ``max_steps`` agent actions (thoughts, tool calls, error recoveries); the
-    observations, which the agent does not author, are not counted."""
-    agents = agent_steps(trace)
-    if len(agents) <= max_steps:
-        return Finding(True, f"{len(agents)} agent steps, within the budget of {max_steps}")
-    over = agents[max_steps]
-    return Finding(
-        False,
-        f"{len(agents)} agent steps, over the budget of {max_steps} from step {over.step_id}",
-        (over.step_id,),
-    )

@@ -348,7 +348,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             "answered",
             0.05,
             "a run that ends without telling the user the result leaves them guessing",
-            _checks.answered,
+            _outcome.answered,
             "The run ends with a non-empty answer to the user (or hands them over)",
             (
                 Parameter(
@@ -372,7 +372,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
             "within_budget",
             0.05,
             "cost and latency grow with every step; the default is tau-bench's own limit",
-            _checks.within_budget,
+            _outcome.within_budget,
             f"At most {DEFAULT_MAX_STEPS} agent steps",
             (
                 Parameter(

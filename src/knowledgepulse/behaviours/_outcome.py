@@ -1,6 +1,7 @@
 """The outcome a trace itself reports: its final answer, the signs of failure in it (words
-that admit the task was not done, a handoff, a budget or stop reason) and whether the task was
-completed by the run's own account. Each check returns a :class:`~._checks.Finding`."""
+that admit the task was not done, a handoff, a budget or stop reason), whether the task was
+completed by the run's own account, whether the run ended on an answer (:func:`answered`) and
+within its budget (:func:`within_budget`). Each check returns a :class:`~._checks.Finding`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .._schema import ReasoningTrace
 from ._checks import (
     DEFAULT_FINAL_TOOLS,
     DEFAULT_HANDOFF_TOOLS,
+    DEFAULT_MAX_STEPS,
     DEFAULT_SCRATCH_TOOLS,
     DEFAULT_WRITE_TOOLS,
     Finding,
@@ -26,9 +28,11 @@ __all__ = [
     "DEFAULT_FAILURE_PATTERN",
     "DEFAULT_HANDOFF_PATTERN",
     "FailureSign",
+    "answered",
     "failure_signs",
     "final_answer",
     "task_completed",
+    "within_budget",
 ]
 
 #: A final answer matching this (case-insensitive) admits the task was not done: the words
@@ -359,3 +363,64 @@ def task_completed(
         )
     steps = tuple(dict.fromkeys(step for sign in signs for step in sign.steps))
     return Finding(False, "; ".join(sign.reason for sign in signs), steps)
+
+
+# -- the end -----------------------------------------------------------------------------------
+
+
+def answered(
+    trace: ReasoningTrace,
+    *,
+    handoff_tools: Iterable[str] = DEFAULT_HANDOFF_TOOLS,
+    final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
+) -> Finding:
+    """The run ends with a non-empty answer to the user: its last agent step is a thought with
+    text, a call handing the user over to a person (``handoff_tools``, names or ``fnmatch``
+    patterns) or a call delivering the result that did not fail (``final_tools``: ``submit``,
+    ``finish``, ``final_result``, ...), or the outcome's ``result_summary`` is an answer of its
+    own (not a copy of a thought, which importers make when the source gives no final
+    answer)."""
+    summary = trace.outcome.result_summary.strip()
+    thoughts = {(step.content or "").strip() for step in trace.steps if step.type == "thought"}
+    if summary and summary not in thoughts:
+        return Finding(True, "the outcome's result_summary answers the task")
+    agents = agent_steps(trace)
+    if not agents:
+        return Finding(False, "the agent took no step and gave no result_summary")
+    last = agents[-1]
+    if last.type == "thought" and (last.content or "").strip():
+        return Finding(True, f"step {last.step_id} answers the user", (last.step_id,))
+    if last.tool is not None and is_read_only(last.tool.name, tuple(handoff_tools)):
+        return Finding(
+            True,
+            f"step {last.step_id} hands the user over ({last.tool.name})",
+            (last.step_id,),
+        )
+    if last.tool is not None and is_read_only(last.tool.name, tuple(final_tools)):
+        call = next((c for c in tool_calls(trace) if c.step_id == last.step_id), None)
+        if call is not None and not call.failed:
+            return Finding(
+                True,
+                f"step {last.step_id} delivers the result ({last.tool.name})",
+                (last.step_id,),
+            )
+    what = "an empty thought" if last.type == "thought" else f"a {last.type.replace('_', ' ')}"
+    return Finding(
+        False,
+        f"the agent's last step, {last.step_id}, is {what}: no answer follows",
+        (last.step_id,),
+    )
+
+
+def within_budget(trace: ReasoningTrace, *, max_steps: int = DEFAULT_MAX_STEPS) -> Finding:
+    """At most ``max_steps`` agent actions (thoughts, tool calls, error recoveries); the
+    observations, which the agent does not author, are not counted."""
+    agents = agent_steps(trace)
+    if len(agents) <= max_steps:
+        return Finding(True, f"{len(agents)} agent steps, within the budget of {max_steps}")
+    over = agents[max_steps]
+    return Finding(
+        False,
+        f"{len(agents)} agent steps, over the budget of {max_steps} from step {over.step_id}",
+        (over.step_id,),
+    )
