@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._schema import ReasoningTrace
@@ -85,27 +86,28 @@ def expected_actions_match(
             f"the reward_basis ({', '.join(basis or ())}) names nothing a model-free check can "
             "decide",
         )
-    parts: list[str] = []
-    steps: list[int] = []
-    passed: list[str] = []
-    passed_steps: list[int] = []
-    if "DB" in gated:
-        _compare_writes(trace, expected, tuple(read_only_tools), parts, steps, passed, passed_steps)
-    if "ACTION" in gated:
-        _each_action_made(trace, expected, parts, passed, passed_steps)
+    writes = _compare_writes(trace, expected, tuple(read_only_tools)) if "DB" in gated else None
+    actions = _each_action_made(trace, expected) if "ACTION" in gated else None
+    checked = [part for part in (writes, actions) if part is not None]
+    parts = [failure for part in checked for failure in part.failures]
+    steps = [step for part in checked for step in part.steps]
     outputs = expected_outputs(trace) if "COMMUNICATE" in gated else []
     untold, told_steps = _told(trace, outputs)
     for output in untold:
         parts.append(f"expected output {output[:40]!r} was never told to the user")
     if not parts:
+        passed = [part.passed for part in checked]
         if outputs:
             told = f"the {len(outputs)} expected outputs were told"
             passed.append(f"{told} ({steps_text(tuple(told_steps))})" if told_steps else told)
         reason = "; ".join(passed) or (
             f"the reward_basis ({', '.join(basis or ())}) asks for no call and no output here"
         )
-        return Finding(True, reason, tuple(sorted({*passed_steps, *told_steps})))
-    missing = [action.name for action in _left_out(trace, expected, tuple(read_only_tools), gated)]
+        made = {step for part in checked for step in part.passed_steps}
+        return Finding(True, reason, tuple(sorted({*made, *told_steps})))
+    # Where the run turned away from what it never made: the calls ACTION requires, else the
+    # writes the database needed (named only when no wrong call was made).
+    missing = actions.missing if actions is not None else writes.missing if writes else []
     if not steps and missing:
         away = turned_away(trace, missing, decline_pattern)
         if away is not None:
@@ -121,17 +123,24 @@ _TAU_BENCH_BASIS = ("DB", "COMMUNICATE")
 _DECIDABLE = frozenset({"DB", "ACTION", "COMMUNICATE"})
 
 
+@dataclass
+class _Part:
+    """One part of what the reward is gated on, as the run did it: the failures and the steps
+    they name, else what passed and the steps it rests on; and the expected calls never made
+    (by tool name), for where the run turned away."""
+
+    failures: list[str] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    passed: str = ""
+    passed_steps: list[int] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
 def _compare_writes(
-    trace: ReasoningTrace,
-    expected: list[ExpectedAction],
-    read_only: tuple[str, ...],
-    parts: list[str],
-    steps: list[int],
-    passed: list[str],
-    passed_steps: list[int],
-) -> None:
+    trace: ReasoningTrace, expected: list[ExpectedAction], read_only: tuple[str, ...]
+) -> _Part:
     """The database's part: the state-changing calls made against the expected ones, as a
-    multiset; what differs goes to ``parts`` and ``steps``, a match to ``passed``."""
+    multiset."""
     wanted = [action for action in expected if not is_read_only(action.name, read_only)]
     made = [
         call
@@ -139,45 +148,41 @@ def _compare_writes(
         if not call.failed and not is_read_only(call.name, read_only)
     ]
     extra, left = _unmatched(made, wanted)
+    part = _Part(missing=[action.name for action in left])
     if not extra and not left:
-        made_steps = tuple(call.step_id for call in made)
-        if not wanted:
-            passed.append("no state-changing call expected and none made")
-        else:
-            passed.append(
-                f"the {len(wanted)} expected state-changing calls were made "
-                f"({steps_text(made_steps)})"
-            )
-        passed_steps.extend(made_steps)
-        return
+        part.passed_steps = [call.step_id for call in made]
+        part.passed = (
+            f"the {len(wanted)} expected state-changing calls were made "
+            f"({steps_text(tuple(part.passed_steps))})"
+            if wanted
+            else "no state-changing call expected and none made"
+        )
+        return part
     for call in extra:
         twin = next((action for action in left if action.name == call.name), None)
         if twin is not None:
             left.remove(twin)
             differ = _differing_keys(call.arguments, twin.arguments)
-            parts.append(
+            part.failures.append(
                 f"step {call.step_id} {call.name} differs from the expected call in {differ}"
             )
         else:
-            parts.append(
+            part.failures.append(
                 f"step {call.step_id} {show_call(call.name, call.arguments, 60)} was not expected"
             )
     for action in left:
-        parts.append(f"expected {show_call(action.name, action.arguments, 60)} was not made")
-    steps.extend(call.step_id for call in extra)
+        part.failures.append(
+            f"expected {show_call(action.name, action.arguments, 60)} was not made"
+        )
+    part.steps = [call.step_id for call in extra]
+    return part
 
 
-def _each_action_made(
-    trace: ReasoningTrace,
-    expected: list[ExpectedAction],
-    parts: list[str],
-    passed: list[str],
-    passed_steps: list[int],
-) -> None:
+def _each_action_made(trace: ReasoningTrace, expected: list[ExpectedAction]) -> _Part:
     """tau2's ACTION part: each expected call (reads too) matched by a call made, on its
     ``compare_args``; other calls are allowed, and a call the tool refused still counts."""
     calls = tool_calls(trace)
-    found: list[int] = []
+    part = _Part()
     for action in expected:
         match = next((call for call in calls if action.matched_by(call)), None)
         if match is None:
@@ -186,33 +191,18 @@ def _each_action_made(
                 for key, value in action.arguments.items()
                 if action.compare_args is None or key in action.compare_args
             }
-            parts.append(
+            part.failures.append(
                 f"expected {show_call(action.name, compared, 60)} was not made "
                 "(reward_basis ACTION)"
             )
+            part.missing.append(action.name)
         else:
-            found.append(match.step_id)
-    if len(found) == len(expected):
-        passed.append(
-            f"the {len(expected)} expected calls were made ({steps_text(tuple(found))}), other "
-            "calls allowed (reward_basis ACTION)"
-        )
-        passed_steps.extend(found)
-
-
-def _left_out(
-    trace: ReasoningTrace,
-    expected: list[ExpectedAction],
-    read_only: tuple[str, ...],
-    gated: set[str],
-) -> list[ExpectedAction]:
-    """The expected actions no call made: those an ACTION basis requires, else the writes."""
-    calls = tool_calls(trace)
-    if "ACTION" in gated:
-        return [a for a in expected if not any(a.matched_by(call) for call in calls)]
-    wanted = [action for action in expected if not is_read_only(action.name, read_only)]
-    made = [call for call in calls if not call.failed and not is_read_only(call.name, read_only)]
-    return _unmatched(made, wanted)[1]
+            part.passed_steps.append(match.step_id)
+    part.passed = (
+        f"the {len(expected)} expected calls were made ({steps_text(tuple(part.passed_steps))}), "
+        "other calls allowed (reward_basis ACTION)"
+    )
+    return part
 
 
 def turned_away(
