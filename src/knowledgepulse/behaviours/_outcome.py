@@ -260,15 +260,16 @@ def unfinished(
     final_tools: Iterable[str] = DEFAULT_FINAL_TOOLS,
 ) -> FailureSign | None:
     """The ``unfinished`` sign when the run ends on an observation no agent step followed, else
-    ``None`` (also when its recorded stop reason says the conversation ended itself: tau2's
-    ``user_stop``, ``agent_stop``): a user turn that does not match ``closing_pattern`` (a request or a yes the agent
-    never answered), or, in a conversation (a trace with user turns), the output of a call
-    that is neither a handoff (``handoff_tools``: the conversation goes to a person) nor a
-    delivery of the result (``final_tools``: Terminus-2's ``mark_task_complete``) nor a
+    ``None``: a user turn that does not match ``closing_pattern`` (a request or a yes the
+    agent never answered), or, in a conversation (a trace with user turns), the output of a
+    call that is neither a handoff (``handoff_tools``: the conversation goes to a person) nor
+    a delivery of the result (``final_tools``: Terminus-2's ``mark_task_complete``) nor a
     failed call (``unrecovered_error`` says that one) nor a scratch tool's: the agent never
     told the user what it did. An autonomous run (no user turn) may end on its last call's
-    output (a ``submit``). A run whose outcome carries an answer of its own (a ``result_summary``
-    that is no agent message's copy) has answered, whatever its last step."""
+    output (a ``submit``). A run whose outcome carries an answer of its own (a
+    ``result_summary`` that is no agent message's copy) has answered, whatever its last step;
+    one whose recorded stop reason says the conversation ended itself (tau2's ``user_stop``,
+    ``agent_stop``) was not cut."""
     if not trace.steps or trace.steps[-1].type != "observation":
         return None
     if not agent_steps(trace):

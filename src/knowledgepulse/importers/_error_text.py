@@ -36,11 +36,12 @@ def looks_like_error(text: str | None) -> bool:
 
     True when the text starts (after up to three punctuation characters such as ``[`` or ``*``)
     with ``error``, ``exception``, ``traceback``, ``fatal``, ``failed``, ``failure``,
-    ``not found`` or ``unknown action``/``tool``/``function``/``command`` (tau-bench answers a
-    call of a tool it lacks with "Unknown action NAME") (any case), with an exception name (``ValueError``, ``requests.HTTPError``),
-    or with an HTTP status of 400 or more (``HTTP 404``, ``status code: 500``,
-    ``503 Service Unavailable``); when its first line says ``No such file or directory``,
-    ``command not found`` or ``Permission denied``; when it holds a Python traceback anywhere.
+    ``not found`` or ``unknown action``/``tool``/``function``/``command`` (any case; tau-bench
+    answers a call of a tool it lacks with "Unknown action NAME"), with an exception name
+    (``ValueError``, ``requests.HTTPError``), or with an HTTP status of 400 or more
+    (``HTTP 404``, ``status code: 500``, ``503 Service Unavailable``); when its first line
+    says ``No such file or directory``, ``command not found`` or ``Permission denied``; when
+    it holds a Python traceback anywhere.
     JSON text is judged by its content only: an object whose top-level ``error`` is set, whose
     ``is_error``/``isError`` is true, or whose ``status``/``status_code``/``statusCode`` is a
     number from 400 to 599.
