@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from behaviours._traces import call, function, result, say, trace, user
 from knowledgepulse.behaviours import (
     Finding,
@@ -274,9 +276,9 @@ def test_keys_inside_an_argument_the_expected_call_does_not_give_are_not_compare
 
 
 def test_lists_of_plain_values_hold_the_same_items_in_any_order_kept_paired() -> None:
-    # tau-bench's retail tools store item_ids sorted (exchange_delivered_order_items,
-    # return_delivered_order_items) and modify_pending_order_items replaces item_ids[i] by
-    # new_item_ids[i]: the same pairs in another order end in the same database.
+    # tau-bench's retail tools store item_ids sorted (return_delivered_order_items) and
+    # modify_pending_order_items replaces item_ids[i] by new_item_ids[i]: the same pairs in
+    # another order end in the same database.
     expected = {"order_id": "#W1", "item_ids": ["a", "b"], "new_item_ids": ["x", "y"]}
     truth = {"task": {"actions": [{"name": "exchange_items", "kwargs": expected}]}}
 
@@ -307,6 +309,33 @@ def test_lists_of_plain_values_hold_the_same_items_in_any_order_kept_paired() ->
     ordered = {"task": {"actions": [{"name": "book", "kwargs": {"flights": flights}}]}}
     swapped = trace(call("book", flights=flights[::-1]), result("{}"), ground_truth=ordered)
     assert expected_actions_match(swapped).passed is False
+
+
+def test_an_exchange_stores_its_two_lists_apart_so_their_pairing_does_not_matter() -> None:
+    # tau-bench's (and tau2's) exchange_delivered_order_items stores sorted(item_ids) and
+    # sorted(new_item_ids) apart, and the price difference is their sum: two shirts of one
+    # product exchanged as a->y, b->x end in the database that a->x, b->y gives.
+    expected = {"order_id": "#W1", "item_ids": ["a", "b"], "new_item_ids": ["x", "y"]}
+    truth = {"task": {"actions": [{"name": "exchange_delivered_order_items", "kwargs": expected}]}}
+
+    def exchanged(item_ids: list[str], new_item_ids: list[str], **settings: Any) -> Finding:
+        made = call(
+            "exchange_delivered_order_items",
+            order_id="#W1",
+            item_ids=item_ids,
+            new_item_ids=new_item_ids,
+        )
+        return expected_actions_match(trace(made, result("{}"), ground_truth=truth), **settings)
+
+    assert exchanged(["b", "a"], ["x", "y"]) == Finding(
+        True, "the 1 expected state-changing calls were made (step 0)", (0,)
+    )
+    assert exchanged(["a", "b"], ["y", "x"]).passed is True
+    # Each list is still a multiset: an item missing, repeated or another is another call.
+    for item_ids, new_item_ids in ((["a", "a"], ["x", "y"]), (["a", "b"], ["x", "x"])):
+        assert exchanged(item_ids, new_item_ids).passed is False
+    # A tool left out of unpaired_tools keeps its pairs.
+    assert exchanged(["b", "a"], ["x", "y"], unpaired_tools=()).passed is False
 
 
 def test_expected_actions_undetermined_without_ground_truth() -> None:

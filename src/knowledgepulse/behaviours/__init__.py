@@ -48,7 +48,12 @@ from ._checks import (
     valid_arguments,
 )
 from ._criteria import BEHAVIOURS, Behaviour, Parameter, RubricSettingsError
-from ._expected_actions import DEFAULT_DECLINE_PATTERN, expected_actions_match, turned_away
+from ._expected_actions import (
+    DEFAULT_DECLINE_PATTERN,
+    DEFAULT_UNPAIRED_TOOLS,
+    expected_actions_match,
+    turned_away,
+)
 from ._facts import (
     DEFAULT_READ_ONLY_TOOLS,
     ExpectedAction,
@@ -121,6 +126,7 @@ __all__ = [
     "DEFAULT_SCRATCH_TOOLS",
     "DEFAULT_STALL_PATTERN",
     "DEFAULT_TERMINATION_PATTERN",
+    "DEFAULT_UNPAIRED_TOOLS",
     "DEFAULT_WRITE_TOOLS",
     "Behaviour",
     "BehaviourCheck",

@@ -176,6 +176,14 @@ BEHAVIOURS: dict[str, Behaviour] = {
                     "the user away (unable to, cannot change, I need the reservation id) is "
                     "where the run went another way",
                 ),
+                Parameter(
+                    "unpaired_tools",
+                    "patterns",
+                    _expected_actions.DEFAULT_UNPAIRED_TOOLS,
+                    "tools that store each list of items apart (tau-bench's exchange keeps "
+                    "sorted(item_ids) and sorted(new_item_ids)), so how two lists pair "
+                    "changes nothing",
+                ),
             ),
             locates="outcome",
         ),

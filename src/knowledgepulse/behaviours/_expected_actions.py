@@ -26,7 +26,19 @@ from ._facts import (
     tool_calls,
 )
 
-__all__ = ["DEFAULT_DECLINE_PATTERN", "expected_actions_match", "turned_away"]
+__all__ = [
+    "DEFAULT_DECLINE_PATTERN",
+    "DEFAULT_UNPAIRED_TOOLS",
+    "expected_actions_match",
+    "turned_away",
+]
+
+#: Tools that store each list of plain values they take apart, sorted, so which item of one
+#: list goes with which of another changes nothing: tau-bench's and tau2's
+#: ``exchange_delivered_order_items`` keeps ``sorted(item_ids)`` and ``sorted(new_item_ids)``
+#: and the price difference as their sum (``modify_pending_order_items`` replaces
+#: ``item_ids[i]`` by ``new_item_ids[i]``, so its pairs stay compared).
+DEFAULT_UNPAIRED_TOOLS: tuple[str, ...] = ("exchange_delivered_order_items",)
 
 #: An agent message matching this (case-insensitive) turns the user away from what they asked:
 #: it says the agent is unable to, cannot look up or change something, or needs an id from the
@@ -45,6 +57,7 @@ def expected_actions_match(
     *,
     read_only_tools: Iterable[str] = DEFAULT_READ_ONLY_TOOLS,
     decline_pattern: str = DEFAULT_DECLINE_PATTERN,
+    unpaired_tools: Iterable[str] = DEFAULT_UNPAIRED_TOOLS,
 ) -> Finding:
     """The state-changing calls made equal the expected ones by name and arguments, as a
     multiset (order-free), and what the task expected the agent to tell the user was told;
@@ -64,7 +77,8 @@ def expected_actions_match(
     number and date and looks up the rest), so the ground truth gives only those; and lists of
     plain values (``item_ids``) hold the same items in any order, lists of one length in a call
     kept paired row by row (``item_ids[i]`` with ``new_item_ids[i]``): tau-bench's retail tools
-    store such lists sorted. An expected
+    store such lists sorted. A tool matching ``unpaired_tools`` stores each list apart, so only
+    each list's items are compared (:data:`DEFAULT_UNPAIRED_TOOLS`). An expected
     output (tau-bench's ``outputs``, tau2's ``communicate_info``) is told when an agent message
     contains it, compared as tau-bench does: ignoring case and commas ("23,553" tells 23553).
 
@@ -86,7 +100,11 @@ def expected_actions_match(
             f"the reward_basis ({', '.join(basis or ())}) names nothing a model-free check can "
             "decide",
         )
-    writes = _compare_writes(trace, expected, tuple(read_only_tools)) if "DB" in gated else None
+    writes = (
+        _compare_writes(trace, expected, tuple(read_only_tools), tuple(unpaired_tools))
+        if "DB" in gated
+        else None
+    )
     actions = _each_action_made(trace, expected) if "ACTION" in gated else None
     checked = [part for part in (writes, actions) if part is not None]
     parts = [failure for part in checked for failure in part.failures]
@@ -137,7 +155,10 @@ class _Part:
 
 
 def _compare_writes(
-    trace: ReasoningTrace, expected: list[ExpectedAction], read_only: tuple[str, ...]
+    trace: ReasoningTrace,
+    expected: list[ExpectedAction],
+    read_only: tuple[str, ...],
+    unpaired: tuple[str, ...] = (),
 ) -> _Part:
     """The database's part: the state-changing calls made against the expected ones, as a
     multiset."""
@@ -147,7 +168,7 @@ def _compare_writes(
         for call in tool_calls(trace)
         if not call.failed and not is_read_only(call.name, read_only)
     ]
-    extra, left = _unmatched(made, wanted)
+    extra, left = _unmatched(made, wanted, unpaired)
     part = _Part(missing=[action.name for action in left])
     if not extra and not left:
         part.passed_steps = [call.step_id for call in made]
@@ -226,7 +247,7 @@ def turned_away(
 
 
 def _unmatched(
-    made: list[ToolCall], wanted: list[ExpectedAction]
+    made: list[ToolCall], wanted: list[ExpectedAction], unpaired: tuple[str, ...] = ()
 ) -> tuple[list[ToolCall], list[ExpectedAction]]:
     """The calls made that match no expected call, and the expected calls none matched: equal
     arguments first (as multisets), then arguments that cover the expected ones."""
@@ -247,7 +268,12 @@ def _unmatched(
             (
                 action
                 for action in left
-                if action.name == call.name and _covers(call.arguments, action.arguments)
+                if action.name == call.name
+                and _covers(
+                    call.arguments,
+                    action.arguments,
+                    paired=not is_read_only(call.name, unpaired),
+                )
             ),
             None,
         )
@@ -257,7 +283,7 @@ def _unmatched(
     return extra, left
 
 
-def _covers(made: Any, expected: Any, *, inside: bool = False) -> bool:
+def _covers(made: Any, expected: Any, *, inside: bool = False, paired: bool = True) -> bool:
     """Whether a call's arguments match the expected ones: equal, except that an object inside
     them may carry keys the expected one leaves out. At the top level the keys must be the
     same: they are the tool's parameters, and one more may change what the call does."""
@@ -265,7 +291,7 @@ def _covers(made: Any, expected: Any, *, inside: bool = False) -> bool:
         if not (made.keys() >= expected.keys() if inside else made.keys() == expected.keys()):
             return False
         unordered = () if inside else _plain_lists(made, expected)
-        if unordered and not _same_rows(made, expected, unordered):
+        if unordered and not _same_rows(made, expected, unordered, paired=paired):
             return False
         return all(
             _covers(made[key], expected[key], inside=True)
@@ -290,11 +316,18 @@ def _is_plain_list(value: Any) -> bool:
     return isinstance(value, list) and not any(isinstance(x, (list, Mapping)) for x in value)
 
 
-def _same_rows(made: Mapping[str, Any], expected: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+def _same_rows(
+    made: Mapping[str, Any],
+    expected: Mapping[str, Any],
+    keys: tuple[str, ...],
+    *,
+    paired: bool = True,
+) -> bool:
     """Whether the lists of plain values under ``keys`` hold the same items, in any order: a
     tool takes such a list as the set of items to act on (tau-bench's retail tools store
     ``item_ids`` sorted). Lists of one length are compared as rows, so ``item_ids[i]`` stays
-    paired with ``new_item_ids[i]``; a list of objects (flights, passengers) keeps its order."""
+    paired with ``new_item_ids[i]``, unless ``paired`` is false (a tool storing each list
+    apart); a list of objects (flights, passengers) keeps its order."""
 
     def rows(arguments: Mapping[str, Any]) -> list[tuple[str, ...]] | None:
         lengths = {len(arguments[key]) for key in keys}
@@ -303,7 +336,7 @@ def _same_rows(made: Mapping[str, Any], expected: Mapping[str, Any], keys: tuple
         columns = [[canonical_arguments(x) for x in arguments[key]] for key in keys]
         return sorted(zip(*columns, strict=True))
 
-    made_rows, expected_rows = rows(made), rows(expected)
+    made_rows, expected_rows = (rows(made), rows(expected)) if paired else (None, None)
     if made_rows is not None and expected_rows is not None:
         return made_rows == expected_rows
     return all(
