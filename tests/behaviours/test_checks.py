@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from behaviours._traces import call, function, result, say, trace, user
@@ -24,6 +26,7 @@ from knowledgepulse.behaviours import (
     valid_arguments,
     within_budget,
 )
+from knowledgepulse.importers import from_mini_swe_agent
 
 BOOKING = {"task": {"actions": [{"name": "book", "kwargs": {"flight": "HAT1", "amount": 250}}]}}
 
@@ -623,6 +626,29 @@ def test_a_run_that_ends_by_submitting_its_result_has_answered() -> None:
     refused = trace(call("submit"), result("Error: no changes to submit", error=True))
     assert answered(refused).passed is False
     assert answered(trace(call("submit")), final_tools=[]).passed is False
+
+
+def test_a_run_its_harness_records_as_submitted_has_answered() -> None:
+    # mini-SWE-agent ends by running `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff`
+    # in bash; its harness takes the output as the result and records the exit status
+    # Submitted. Real runs (tests/data/importers/mini_swe_agent) were read as "a tool call: no
+    # answer follows".
+    for name in ("astropy__astropy-13033.traj.json", "local.traj.json"):
+        path = Path(__file__).parents[1] / "data" / "importers" / "mini_swe_agent" / name
+        (made,) = from_mini_swe_agent(json.loads(path.read_text()))
+        finding = answered(made)
+        assert finding.passed is True, (name, finding)
+        assert finding.reason == "the run's harness took its result (exit status Submitted)"
+    submitted = trace(call("bash", command="echo done"), result("diff --git"))
+    submitted.metadata.model_extra["kp_import"]["exit_status"] = "Submitted"
+    assert answered(submitted).passed is True
+    # Autosubmitted at a cost limit, the result was still delivered (task_completed weighs
+    # the budget).
+    submitted.metadata.model_extra["kp_import"]["exit_status"] = "submitted (exit_cost)"
+    assert answered(submitted).passed is True
+    for other in ("LimitsExceeded", "exit_cost", "Format error"):
+        submitted.metadata.model_extra["kp_import"]["exit_status"] = other
+        assert answered(submitted).passed is False, other
 
 
 def test_answered() -> None:

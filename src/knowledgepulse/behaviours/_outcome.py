@@ -380,11 +380,15 @@ def answered(
     patterns) or a call delivering the result that did not fail (``final_tools``: ``submit``,
     ``finish``, ``final_result``, ...), or the outcome's ``result_summary`` is an answer of its
     own (not a copy of a thought, which importers make when the source gives no final
-    answer)."""
+    answer), or the recorded exit status says the harness took the run's result
+    (``Submitted``: SWE-agent and mini-SWE-agent, whose agent submits by a bash command)."""
     summary = trace.outcome.result_summary.strip()
     thoughts = {(step.content or "").strip() for step in trace.steps if step.type == "thought"}
     if summary and summary not in thoughts:
         return Finding(True, "the outcome's result_summary answers the task")
+    stop = _stop_reason(trace)
+    if stop is not None and stop.lower().startswith("submitted"):
+        return Finding(True, f"the run's harness took its result (exit status {stop})")
     agents = agent_steps(trace)
     if not agents:
         return Finding(False, "the agent took no step and gave no result_summary")

@@ -39,7 +39,8 @@ tool_calls; ``tool`` messages (``tool_call_ids``) and later user messages → ob
   of the command before it, failed when N ≠ 0; other harness messages (format errors,
   timeouts) → failed observations marked ``"source": "harness"``; the submission after
   ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` → observation;
-- ``info.exit_status`` → ``kp_import.exit_status``; a run that ended other than
+- ``info.exit_status`` → ``kp_import.exit_status`` (``Submitted`` when a run without one,
+  a bare message list, ran the submit command); a run that ended other than
   ``Submitted`` (``LimitsExceeded``, an error) failed; ``info.submission`` →
   ``kp_import.submission``; ``info.model_stats`` → ``kp_import.model_stats``;
   ``info.config.model.model_name`` → ``kp_import.model``.
@@ -365,8 +366,12 @@ def from_mini_swe_agent(
         if isinstance(traj.get("instance_id"), str):
             builder.source_id = traj["instance_id"]
     template = mapping(mapping(mapping(info.get("config")).get("agent"))).get("instance_template")
-    _read_mini_messages(builder, messages, path, template)
+    submitted = _read_mini_messages(builder, messages, path, template)
     exit_status = info.get("exit_status")
+    if not (isinstance(exit_status, str) and exit_status) and submitted:
+        # Older runs (a bare message list) record no exit status; running the submit command
+        # is what makes mini-SWE-agent record Submitted.
+        exit_status = "Submitted"
     if isinstance(exit_status, str) and exit_status:
         builder.info["exit_status"] = exit_status
         builder.success = False if exit_status != "Submitted" else None
@@ -381,7 +386,8 @@ def from_mini_swe_agent(
 
 def _read_mini_messages(
     builder: TraceBuilder, messages: list[Any], path: str, template: Any
-) -> None:
+) -> bool:
+    """Read the messages into ``builder``; whether a command submitted the run."""
     submitted = False
     for index, raw in enumerate(messages):
         where = at(path, index)
@@ -413,6 +419,7 @@ def _read_mini_messages(
                 at(where, "role"),
                 f"expected one of 'system', 'user', 'assistant', 'tool' (got {role!r})",
             )
+    return submitted
 
 
 def _last_tool(builder: TraceBuilder) -> str | None:
