@@ -133,9 +133,8 @@ def first_wrong_write(record: dict[str, Any]) -> int | None:
 
 def located(records: list[dict[str, Any]], results: list[Any]) -> Located:
     """The rubric's first failing step (mapped to its message in ``traj``) against
-    :func:`first_wrong_write`, over the conversations the reward calls failed."""
-    from ._human_agreement import _traj_index
-
+    :func:`first_wrong_write`, over the conversations the reward calls failed: the message is
+    the result's ``first_failing_origin``, as a user reads it off their file."""
     found = Located()
     for record, result in zip(records, results, strict=True):
         if record.get("reward", 0) >= 1:
@@ -148,7 +147,8 @@ def located(records: list[dict[str, Any]], results: list[Any]) -> Located:
             found.omitted_located += step is not None
             continue
         found.wrong_write += 1
-        at = _traj_index(without_reward(record)).get(step) if step is not None else None
+        origin = result.first_failing_origin or {}
+        at = origin.get("message") if step is not None else None
         found.exact += at == truth
         found.near += at is not None and abs(at - truth) <= WITHIN
     return found

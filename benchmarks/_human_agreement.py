@@ -108,9 +108,7 @@ def who_and_when_runs(folder: Path, *, with_answer: bool = True) -> list[Labelle
         record = json.loads(path.read_text(encoding="utf-8"))
         seen = {key: value for key, value in record.items() if key not in hidden}
         (trace,) = convert("who-and-when", seen)
-        message_of = {
-            step.step_id: int((step.model_extra or {})["message_index"]) for step in trace.steps
-        }
+        message_of = message_of_steps(trace)
         runs.append(
             LabelledRun(
                 trace,
@@ -139,7 +137,7 @@ def agentrx_runs(folder: Path) -> list[LabelledRun]:
         (trace,) = convert("openai", blind)
         failed = not (isinstance(record.get("reward"), (int, float)) and record["reward"] >= 1)
         step = labels.get(str(record.get("task_id"))) if failed else None
-        run = LabelledRun(trace, failed, step, None, _traj_index(blind))
+        run = LabelledRun(trace, failed, step, None, message_of_steps(trace))
         run.unconfirmed = failed and str(record.get("task_id")) in unconfirmed
         runs.append(run)
     return runs
@@ -181,24 +179,15 @@ def _agentrx_labels(truth: Any) -> dict[str, int]:
     return labels
 
 
-def _traj_index(record: dict[str, Any]) -> dict[int, int]:
-    """Trace step id → the index in ``traj`` of the message it came from, found by converting
-    the conversation cut after each message (the openai importer numbers steps in order)."""
-    from knowledgepulse.importers import ConversionError, convert
-
-    traj = record.get("traj") or []
-    mapping: dict[int, int] = {}
-    made = 0
-    for index in range(len(traj)):
-        try:
-            (trace,) = convert("openai", dict(record, traj=traj[: index + 1]))
-            count = len(trace.steps)
-        except ConversionError:
-            count = made  # no step yet (the system message, the task's first user turn)
-        for step_id in range(made, count):
-            mapping[step_id] = index
-        made = max(made, count)
-    return mapping
+def message_of_steps(trace: Any) -> dict[int, int]:
+    """Trace step id → the index of the message it came from (the step's ``origin``, which the
+    importers write: ``{"message": 5}``, the people's numbering of ``traj`` and ``history``)."""
+    found: dict[int, int] = {}
+    for step in trace.steps:
+        origin = (step.model_extra or {}).get("origin") or {}
+        if isinstance(origin.get("message"), int):
+            found[step.step_id] = origin["message"]
+    return found
 
 
 def _int(value: Any) -> int | None:

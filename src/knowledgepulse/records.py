@@ -365,6 +365,7 @@ class EvalRecord(_Line, EvaluationResult):
         "first_failing_step",
         "first_failing_criterion",
         "first_failing_agent",
+        "first_failing_origin",
     )
 
     schema_: Literal["knowledgepulse.eval/1"] = Field(default=EVAL_SCHEMA, alias="schema")

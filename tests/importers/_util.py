@@ -18,9 +18,15 @@ def load(name: str) -> Any:
 
 
 def steps(trace: ReasoningTrace) -> list[dict[str, Any]]:
-    """The trace's steps as JSON data."""
+    """The trace's steps as JSON data, without where each came from in the source (``origin``:
+    test_origins.py checks it, format by format)."""
     data: list[dict[str, Any]] = trace.to_dict()["steps"]
-    return data
+    return [{key: value for key, value in step.items() if key != "origin"} for step in data]
+
+
+def origins(trace: ReasoningTrace) -> list[dict[str, Any] | None]:
+    """Each step's ``origin``: where it came from in the source."""
+    return [(step.model_extra or {}).get("origin") for step in trace.steps]
 
 
 def assert_round_trips(trace: ReasoningTrace) -> None:

@@ -103,6 +103,7 @@ def test_bedrock_fixture() -> None:
         "content": "SKU WH2231 not found",
         "tool": {"name": "lookup_sku"},
         "is_error": True,
+        "origin": {"message": 2},
     }
     assert data["steps"][9]["content"] == "[image/jpeg, 6 KB]"
     assert data["outcome"]["result_summary"] == (

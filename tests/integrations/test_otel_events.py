@@ -137,15 +137,22 @@ def test_the_first_failing_step_is_in_the_result_its_line_and_the_event() -> Non
     assert result.verdicts["grounded_answer"].steps == [28]
     assert (result.first_failing_step, result.first_failing_criterion) == (26, "expected_actions")
     assert result.first_failing_agent is None  # one agent: nothing to name
+    # In the user's coordinates: step 26 is the book_reservation call of traj[28].
+    assert result.first_failing_origin == {"message": 28}
+    record = next(r for r in sample if (r["task_id"], r["trial"]) == (0, 0))
+    assert record["traj"][28]["tool_calls"][0]["function"]["name"] == "book_reservation"
     line = EvalRecord.of(result).to_dict()
     assert (line["first_failing_step"], line["first_failing_criterion"]) == (26, "expected_actions")
+    assert line["first_failing_origin"] == {"message": 28}
     assert "first_failing_agent" not in line
     right = next(t for t in traces if t.id.endswith("task-12:trial-3"))
     passed = EvalRecord.of(AGENT_RUBRIC.evaluate(Case(trace=right))).to_dict()
     assert "first_failing_step" not in passed  # lines of runs without a failure read as before
+    assert "first_failing_origin" not in passed
     with otlp_receiver() as receiver:
         emit_evaluation_events([result], receiver.url)
     (event,) = receiver.events
     assert event.attributes["kp.first_failing_step"] == 26
     assert event.attributes["kp.first_failing_criterion"] == "expected_actions"
+    assert event.attributes["kp.first_failing_origin"] == '{"message":28}'
     assert "kp.first_failing_agent" not in event.attributes

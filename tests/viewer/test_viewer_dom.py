@@ -113,6 +113,7 @@ def test_an_undetermined_criterion_is_shown_as_undetermined_with_its_reason() ->
         "first_failing_step": 4,
         "first_failing_criterion": "task_completed",
         "first_failing_agent": "WebSurfer",
+        "first_failing_origin": {"message": 12},
     }
     shown = page(
         responses={
@@ -122,7 +123,7 @@ def test_an_undetermined_criterion_is_shown_as_undetermined_with_its_reason() ->
         hash="#/trace/kp%3Atrace%3Ax",
     )
     assert shown["error"] == ""
-    assert "First failing step4 (task_completed, agent WebSurfer)" in shown["main"]
+    assert "First failing step4 (task_completed, agent WebSurfer, from message 12)" in shown["main"]
     criteria = shown["main"].split("CriteriaCriterionWeightResult", 1)[1].split("Score 0.75")[0]
     assert criteria == (
         "task_completed0.10✗ fail"

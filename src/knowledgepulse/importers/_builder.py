@@ -90,6 +90,8 @@ class RawStep:
     answered: bool = False
     # Who the step came from, when not the agent or a tool (USER_SOURCE, a subagent's name).
     source: str | None = None
+    # Where in the source log it came from (see TraceBuilder.at_origin).
+    origin: dict[str, Any] | None = None
 
 
 def derive_step_types(steps: Sequence[RawStep]) -> list[str]:
@@ -135,6 +137,21 @@ class TraceBuilder:
         # What the right outcome was, when the source says (tau-bench's ``info``).
         self.ground_truth: dict[str, Any] | None = None
         self._calls: dict[str, RawStep] = {}
+        # Where the steps added next come from in the source (at_origin).
+        self.origin: dict[str, Any] | None = None
+
+    def at_origin(self, **where: Any) -> None:
+        """Where the steps added from now on come from in the source, in the source's own
+        coordinates (``message=3``, ``line=17``, ``event_id=12``, ``span_id="ab12"``,
+        ``sample="s1", epoch=1, message=4``): written as each step's ``origin``, so a verdict
+        about step 22 can be found in the user's file. ``None`` values are left out."""
+        kept = {key: value for key, value in where.items() if value is not None}
+        self.origin = kept or None
+
+    def _new(self, step: RawStep) -> RawStep:
+        step.origin = self.origin
+        self.steps.append(step)
+        return step
 
     # -- events -------------------------------------------------------------------------------
 
@@ -151,9 +168,7 @@ class TraceBuilder:
             return None
         # A harness answering an unparsable response through the user turn: a failure.
         failed = failure_marker(text) == "parse_error"
-        step = RawStep("observation", content=text, source=USER_SOURCE, failed=failed)
-        self.steps.append(step)
-        return step
+        return self._new(RawStep("observation", content=text, source=USER_SOURCE, failed=failed))
 
     def note_objective(self, text: str | None, *, origin: str = FROM_USER_MESSAGE) -> None:
         """A user message seen only for the objective: the first non-blank one that is not a
@@ -207,9 +222,9 @@ class TraceBuilder:
         """An agent thought; blank text is skipped, not an empty thought."""
         if text is None or not text.strip():
             return None
-        step = RawStep("thought", content=scrub_text(text), latency_ms=latency_ms, source=source)
-        self.steps.append(step)
-        return step
+        return self._new(
+            RawStep("thought", content=scrub_text(text), latency_ms=latency_ms, source=source)
+        )
 
     def tool_call(
         self,
@@ -230,7 +245,7 @@ class TraceBuilder:
             latency_ms=latency_ms,
             source=source,
         )
-        self.steps.append(step)
+        self._new(step)
         if call_id:
             # Ids can be reused within one conversation (tau-bench does); the latest call wins.
             self._calls[call_id] = step
@@ -265,8 +280,7 @@ class TraceBuilder:
             latency_ms=latency_ms,
             source=source,
         )
-        self.steps.append(step)
-        return step
+        return self._new(step)
 
     def find_call(self, *, call_id: str | None = None, name: str | None = None) -> RawStep | None:
         """The tool call a result answers: by id, else the earliest unanswered call of ``name``."""
@@ -441,5 +455,7 @@ class TraceBuilder:
                 item["is_error"] = True
             if step.source is not None:
                 item["source"] = step.source
+            if step.origin:
+                item["origin"] = dict(step.origin)
             out.append(item)
         return out

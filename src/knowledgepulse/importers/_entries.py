@@ -3,6 +3,7 @@ one trajectory list): the entries of one unit, each with the label its problems 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +11,7 @@ from ._builder import TraceBuilder
 from ._objective import ObjectiveFrom
 from ._values import at
 
-__all__ = ["Entry", "default_objective", "entries_of", "first_str"]
+__all__ = ["Entry", "default_objective", "entries_of", "first_str", "label_origin"]
 
 #: One record of a run and where it is: ``[3]`` (an element of a list) or ``line 17: ``.
 Entry = tuple[Any, str]
@@ -22,6 +23,19 @@ def entries_of(record: Any) -> list[Entry]:
     if isinstance(record, (list, tuple)):
         return [(item, at("", index)) for index, item in enumerate(record)]
     return [(record, "")]
+
+
+def label_origin(label: str) -> dict[str, int]:
+    """Where an entry is, as a step's origin: ``line 17: `` → ``{"line": 17}`` (a JSONL file's
+    line), ``[3]`` → ``{"record": 3}``, ``history[5]`` → ``{"history": 5}``; ``{}`` for a
+    single record."""
+    line = re.fullmatch(r"line (\d+): ", label)
+    if line is not None:
+        return {"line": int(line.group(1))}
+    last = re.search(r"(\w*)\[(\d+)\]$", label)
+    if last is not None:
+        return {last.group(1) or "record": int(last.group(2))}
+    return {}
 
 
 def default_objective(builder: TraceBuilder, fallback: str | None, origin: ObjectiveFrom) -> None:

@@ -72,6 +72,7 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
         if record.get("response") is not None:
             where = at(path, "response")
             response = expect_dict(record["response"], where)
+            builder.at_origin(response="content")
             _read_assistant(builder, response.get("content"), at(where, "content"))
             if isinstance(response.get("id"), str):
                 builder.source_id = response["id"]
@@ -91,6 +92,7 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
 
 def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> None:
     for index, raw in enumerate(messages):
+        builder.at_origin(message=index)
         where = at(path, index)
         message = expect_dict(raw, where)
         role = expect_str(message.get("role"), at(where, "role"))

@@ -163,8 +163,16 @@ class _Reader:
 
     def steps(self, record: Mapping[str, Any], path: str, source: str | None) -> None:
         steps_path = at(path, "steps")
+        subagent = source.removeprefix(_SUBAGENT_PREFIX) if source else None
         for index, raw in enumerate(expect_list(record.get("steps"), steps_path)):
-            self._step(expect_dict(raw, at(steps_path, index)), at(steps_path, index), source)
+            step = expect_dict(raw, at(steps_path, index))
+            # The step's own step_id where it has one (ATIF numbers its steps from 1).
+            ident = step.get("step_id")
+            if isinstance(ident, (int, str)) and not isinstance(ident, bool):
+                self.builder.at_origin(subagent=subagent, step_id=ident)
+            else:
+                self.builder.at_origin(subagent=subagent, steps=index)
+            self._step(step, at(steps_path, index), source)
         if source is None:
             for ident, (sub, sub_path) in self.subagents.items():
                 if ident not in self.read:
@@ -172,7 +180,9 @@ class _Reader:
 
     def _subagent(self, ident: str, sub: Mapping[str, Any], path: str) -> None:
         self.read.add(ident)
+        resumed = self.builder.origin  # the parent's step, for what follows the subagent's
         self.steps(sub, path, _SUBAGENT_PREFIX + ident)
+        self.builder.origin = resumed
 
     def _step(self, step: Mapping[str, Any], where: str, source: str | None) -> None:
         builder = self.builder

@@ -143,6 +143,7 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
 
 def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> None:
     for index, raw in enumerate(messages):
+        builder.at_origin(message=index)
         where = at(path, index)
         message = expect_dict(raw, where)
         role = message.get("role")
@@ -220,6 +221,7 @@ def _media(block: Mapping[str, Any]) -> list[str]:
 
 
 def _read_response(builder: TraceBuilder, response: Mapping[str, Any], path: str) -> None:
+    builder.at_origin(output="message")
     output = response.get("output")
     if output is not None:
         output_path = at(path, "output")

@@ -39,7 +39,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._binary import scrub_text
 from ._builder import RawStep, TraceBuilder
-from ._entries import Entry, default_objective, entries_of, first_str
+from ._entries import Entry, default_objective, entries_of, first_str, label_origin
 from ._harness_text import mcp_tool, starts_with_any, strip_blocks
 from ._objective import FROM_SOURCE_ID, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
@@ -144,6 +144,8 @@ def _session(entries: list[Entry], options: ImportOptions) -> ReasoningTrace:
     last_main_text: str | None = None
     agents: set[str] = set()
     for data, label in _in_time_order(entries):
+        uuid = data.get("uuid")
+        builder.at_origin(**label_origin(label), uuid=uuid if isinstance(uuid, str) else None)
         kind = data.get("type")
         _note_session_fields(builder, data)
         if kind == "summary":
@@ -295,7 +297,9 @@ def _read_user(
         return
     if source is not None:
         # The parent agent's instructions to its subagent: part of its run, not a user turn.
-        builder.steps.append(RawStep("observation", content=scrub_text(text), source=source))
+        builder.steps.append(
+            RawStep("observation", content=scrub_text(text), source=source, origin=builder.origin)
+        )
         return
     prompt = strip_blocks(text, _CONTEXT_TAGS)
     harness = (

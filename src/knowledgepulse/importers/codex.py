@@ -36,7 +36,7 @@ from typing import Any
 from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
-from ._entries import Entry, default_objective, entries_of
+from ._entries import Entry, default_objective, entries_of, label_origin
 from ._harness_text import exit_code_of, mapping, mcp_tool, starts_with_any
 from ._objective import FROM_SOURCE_ID
 from ._options import ImportOptions, resolve_options
@@ -118,6 +118,7 @@ def codex_traces(entries: list[Entry], options: ImportOptions) -> list[Reasoning
     context: list[str] = []
     errors: list[str] = []
     for line, label, payload in lines:
+        builder.at_origin(**label_origin(label))
         builder.note_time(parse_timestamp(line.get("timestamp")))
         kind = line.get("type")
         where = at(label, "payload")

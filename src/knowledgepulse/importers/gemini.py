@@ -144,6 +144,7 @@ def _get(obj: Mapping[str, Any], camel: str) -> Any:
 
 def _read_contents(builder: TraceBuilder, contents: list[Any], path: str) -> None:
     for index, raw in enumerate(contents):
+        builder.at_origin(content=index)
         where = at(path, index)
         content = expect_dict(raw, where)
         role = content.get("role", "user")
@@ -232,6 +233,7 @@ def _media(part: Mapping[str, Any]) -> str:
 
 
 def _read_response(builder: TraceBuilder, response: Mapping[str, Any], path: str) -> None:
+    builder.at_origin(candidate=0)
     candidates = response.get("candidates")
     if candidates:
         first_path = at(at(path, "candidates"), 0)

@@ -110,6 +110,7 @@ def _row(raw: Any, path: str, options: ImportOptions) -> ReasoningTrace:
     first_user = True
     conversation = expect_list(row.get("conversations"), where)
     for index, raw_message in enumerate(conversation):
+        builder.at_origin(message=index)
         message_path = at(where, index)
         message = expect_dict(raw_message, message_path)
         role = expect_str(message.get("role"), at(message_path, "role"))

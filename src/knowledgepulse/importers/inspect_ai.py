@@ -152,10 +152,12 @@ def inspect_sample_trace(
         builder.objective_context.append(input_text)
     elif input_text:
         builder.objective, builder.objective_from = input_text, FROM_TASK_FIELD
-    _read_messages(builder, messages, at(path, "messages"), input_text, question)
+    sample_id = sample.get("id") if isinstance(sample.get("id"), (str, int)) else None
+    _read_messages(builder, messages, at(path, "messages"), input_text, question, sample_id, epoch)
 
     error = sample.get("error")
     if error:
+        builder.at_origin(sample=sample_id, epoch=epoch, field="error")
         message = stringify(mapping(error).get("message") or error)
         builder.observation(message, failed=True, source="harness")
         builder.success = False
@@ -253,10 +255,13 @@ def _read_messages(
     path: str,
     input_text: str | None,
     question: str | None = None,
+    sample_id: str | int | None = None,
+    epoch: Any = None,
 ) -> None:
     input_seen = input_text is None
     question_seen = question is None
     for index, raw in enumerate(messages):
+        builder.at_origin(sample=sample_id, epoch=epoch, message=index)
         where = at(path, index)
         message = expect_dict(raw, where)
         role = expect_str(message.get("role"), at(where, "role"))

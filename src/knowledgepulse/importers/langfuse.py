@@ -329,6 +329,8 @@ def _is_error(observation: Mapping[str, Any]) -> bool:
 
 def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -> None:
     builder = replay.builder
+    ident = observation.get("id")
+    builder.at_origin(observation_id=ident if isinstance(ident, str) and ident else None)
     kind = str(observation.get("type", "SPAN")).upper()
     name = observation.get("name") if isinstance(observation.get("name"), str) else None
     failed = _is_error(observation)

@@ -148,6 +148,7 @@ class _Walker:
         error = run.get("error")
         error_text = stringify(error) if error else None
         reported = False
+        self._at(run)
         if run_type == "llm":
             self._llm(run, path, error_text)
             reported = error_text is not None
@@ -163,9 +164,17 @@ class _Walker:
             and not root
             and run_type not in ("llm", "tool", "retriever")
         ):
+            self._at(run)
             self.builder.observation(error_text, failed=True)
             reported = True
         return reported
+
+    def _at(self, run: Mapping[str, Any]) -> None:
+        """The run's id as the origin of the steps it makes."""
+        ident = run.get("id")
+        self.builder.at_origin(
+            run_id=str(ident) if isinstance(ident, (str, int)) and ident else None
+        )
 
     def _llm(self, run: Mapping[str, Any], path: str, error: str | None) -> None:
         inputs = run.get("inputs")

@@ -233,8 +233,10 @@ def _read_chat_record(builder: TraceBuilder, record: Mapping[str, Any], path: st
     if choices:
         first_path = at(at(path, "choices"), 0)
         first = expect_dict(expect_list(choices, at(path, "choices"))[0], first_path)
-        messages = [*messages, expect_dict(first.get("message"), at(first_path, "message"))]
-    _read_messages(builder, messages, at(path, "messages"))
+        choice = expect_dict(first.get("message"), at(first_path, "message"))
+        _read_messages(builder, [*messages, choice], at(path, "messages"), listed=len(messages))
+    else:
+        _read_messages(builder, messages, at(path, "messages"))
     if isinstance(record.get("id"), str) and record["id"]:
         builder.source_id = record["id"]
     if isinstance(record.get("model"), str):
@@ -242,8 +244,16 @@ def _read_chat_record(builder: TraceBuilder, record: Mapping[str, Any], path: st
     builder.note_time(parse_timestamp(record.get("created")))
 
 
-def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> None:
+def _read_messages(
+    builder: TraceBuilder, messages: list[Any], path: str, *, listed: int | None = None
+) -> None:
+    """The chat messages' steps, each with its message's index as its origin; those past the
+    first ``listed`` are a reply's ``choices[0].message``."""
     for index, raw in enumerate(messages):
+        if listed is not None and index >= listed:
+            builder.at_origin(choice=index - listed)
+        else:
+            builder.at_origin(message=index)
         where = at(path, index)
         message = expect_dict(raw, where)
         role = expect_str(message.get("role"), at(where, "role"))
@@ -347,6 +357,8 @@ def _read_response(builder: TraceBuilder, record: Mapping[str, Any], path: str) 
 def _read_items(builder: TraceBuilder, items: list[Any], path: str) -> None:
     for index, raw in enumerate(items):
         where = at(path, index)
+        # The item's place: "output[2]" in a Responses object, "[2]" in a bare item list.
+        builder.at_origin(item=where)
         item = expect_dict(raw, where)
         kind = item.get("type")
         if kind is None and "role" in item:

@@ -175,6 +175,8 @@ def _read_span(
     builder: TraceBuilder, replay: Replay, span: Mapping[str, Any], data: Mapping[str, Any]
 ) -> None:
     """The steps (or facts) of one span, by its ``span_data.type``."""
+    ident = span.get("id", span.get("span_id"))
+    builder.at_origin(span_id=ident if isinstance(ident, str) and ident else None)
     kind = data["type"]
     error = _error_text(span.get("error"))
     latency = _latency_ms(span)

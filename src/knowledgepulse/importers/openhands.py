@@ -39,7 +39,7 @@ from typing import Any
 from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
-from ._entries import Entry, default_objective, entries_of
+from ._entries import Entry, default_objective, entries_of, label_origin
 from ._harness_text import list_of, mapping
 from ._objective import FROM_FORMAT, FROM_SOURCE_ID, FROM_TASK_FIELD
 from ._options import ImportOptions, resolve_options
@@ -249,6 +249,12 @@ def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
     actions: dict[Any, str] = {}
     for data, label in entries:
         event = expect_dict(data, label)
+        # The event's own id (ids made up for the older serialisation are no source's).
+        ident = event.get("id")
+        made_up = isinstance(ident, str) and ident.startswith("legacy-")
+        if made_up or isinstance(ident, bool) or not isinstance(ident, (int, str)):
+            ident = None
+        builder.at_origin(**label_origin(label), event_id=ident)
         builder.note_time(parse_timestamp(event.get("timestamp")))
         args = mapping(event.get("args"))
         metadata = mapping(event.get("tool_call_metadata"))

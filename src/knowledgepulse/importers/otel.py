@@ -212,6 +212,7 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
     has_llm = any(s.kind == "llm" for s in spans)
 
     if top is not None:
+        builder.at_origin(span_id=_span_origin(top))
         _read_top_agent(builder, top)
     ran = _agent_that_ran(spans)
     if ran is not None:
@@ -223,6 +224,7 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
     _note_source(builder, otel_id, spans, top, root, ids)
 
     for span in spans:
+        builder.at_origin(span_id=_span_origin(span))
         if span.kind == "llm" or (span.kind == "agent" and not has_llm):
             _replay_model_calls(builder, replay, span)
         elif span.kind == "tool":
@@ -338,6 +340,12 @@ def _note_source(
             anchor = anchor or spans[0].span_id
     if anchor is not None and not anchor.startswith("#"):
         builder.info["otel_span_id"] = hex_id(anchor)
+
+
+def _span_origin(span: Span) -> str | None:
+    """The span's id as a step's origin (a stand-in for log records carries theirs); none
+    when the source gave no id (``#3``, the span's place, is made up)."""
+    return None if span.span_id.startswith("#") else hex_id(span.span_id)
 
 
 def hex_id(value: str) -> str:

@@ -199,6 +199,7 @@ def from_swe_agent(
     calls = _history_calls(traj.get("history"))
     steps = expect_list(traj.get("trajectory"), "trajectory")
     for index, raw in enumerate(steps):
+        builder.at_origin(trajectory=index)
         where = at("trajectory", index)
         step = expect_dict(raw, where)
         thought = step.get("thought")
@@ -230,6 +231,7 @@ def _from_history(traj: Mapping[str, Any], options: ImportOptions) -> ReasoningT
         builder.objective, builder.objective_from = _issue_of(prompt)
         builder.objective_context.append(prompt)
     for index, raw in enumerate(history):
+        builder.at_origin(history=index)
         message = expect_dict(raw, at("history", index))
         role = message.get("role")
         text = content_text(message.get("content"))
@@ -390,6 +392,7 @@ def _read_mini_messages(
     """Read the messages into ``builder``; whether a command submitted the run."""
     submitted = False
     for index, raw in enumerate(messages):
+        builder.at_origin(message=index)
         where = at(path, index)
         message = expect_dict(raw, where)
         role = expect_str(message.get("role"), at(where, "role"))

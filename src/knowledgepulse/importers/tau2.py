@@ -165,6 +165,7 @@ def _simulation(
 
 def _read_messages(builder: TraceBuilder, messages: list[Any], path: str) -> None:
     for index, raw in enumerate(messages):
+        builder.at_origin(message=index)
         where = at(path, index)
         message = expect_dict(raw, where)
         role = expect_str(message.get("role"), at(where, "role"))

@@ -2,8 +2,8 @@
 name?}], ...}``: Magentic-One and AG2 CaptainAgent runs) → one ReasoningTrace per record.
 
 - ``question`` → the objective (``kp_import.objective_from`` ``task_field``);
-- ``history[i]`` → one step (blank messages skipped), carrying ``message_index`` ``i`` (where
-  it is in the source) and ``agent``, the agent that wrote it: AG2's ``name``, or the role
+- ``history[i]`` → one step (blank messages skipped), carrying ``message_index`` ``i`` and
+  ``origin`` ``{"message": i}`` (where it is in the source) and ``agent``, the agent that wrote it: AG2's ``name``, or the role
   without its parenthesis (Magentic-One's ``Orchestrator (-> WebSurfer)`` is ``Orchestrator``);
 - a message of the person (role ``human``, or ``user`` without a ``name``) → a user turn (the
   first, when no ``question`` is given, is the objective); a code executor's message
@@ -83,6 +83,7 @@ def from_who_and_when(
     # Which message each step came from, and its agent, in step order.
     origins: list[tuple[int, str | None]] = []
     for index, message in enumerate(history):
+        builder.at_origin(message=index)
         before = len(builder.steps)
         agent = _add_message(builder, message, f"history[{index}]")
         if len(builder.steps) > before:

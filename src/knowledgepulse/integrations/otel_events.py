@@ -14,7 +14,9 @@ with the GenAI semantic-convention attributes:
 - ``kp.first_failing_step``, ``kp.first_failing_criterion`` and ``kp.first_failing_agent``:
   where the run first went wrong (the earliest step a failed verdict names, the criterion
   naming it, and in a run of several agents the agent of that step), when the result knows;
-  the GenAI conventions have no attribute for it yet.
+  the GenAI conventions have no attribute for it yet;
+- ``kp.first_failing_origin``: where that step came from in the source log, as JSON text
+  (``{"message":12}``, ``{"span_id":"a0000000000000f3"}``), when its importer recorded it.
 
 A trace imported from OpenTelemetry keeps its ``otel_trace_id`` and ``otel_span_id`` in
 ``metadata.kp_import``; its events carry that trace and span id, so a tracing backend shows
@@ -24,6 +26,7 @@ OpenTelemetry SDK (the ``otel`` extra).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -78,6 +81,7 @@ class EvaluationEvent:
     first_failing_step: int | None = None
     first_failing_criterion: str | None = None
     first_failing_agent: str | None = None
+    first_failing_origin: str | None = None
 
     @classmethod
     def of_result(
@@ -94,6 +98,11 @@ class EvaluationEvent:
             first_failing_step=result.first_failing_step,
             first_failing_criterion=result.first_failing_criterion,
             first_failing_agent=result.first_failing_agent,
+            first_failing_origin=(
+                json.dumps(result.first_failing_origin, separators=(",", ":"), default=str)
+                if result.first_failing_origin
+                else None
+            ),
             **_context(trace),
         )
 
@@ -126,6 +135,7 @@ class EvaluationEvent:
             "kp.first_failing_step": self.first_failing_step,
             "kp.first_failing_criterion": self.first_failing_criterion,
             "kp.first_failing_agent": self.first_failing_agent,
+            "kp.first_failing_origin": self.first_failing_origin,
         }
         return {key: value for key, value in values.items() if value is not None}
 

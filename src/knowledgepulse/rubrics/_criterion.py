@@ -37,6 +37,7 @@ __all__ = [
     "run_criterion",
     "score_of",
     "step_agent",
+    "step_origin",
 ]
 
 #: Tolerance for the weight sum and for threshold comparisons (SPEC §3).
@@ -199,7 +200,9 @@ class EvaluationResult(BaseModel):
     when none does; ``None`` when no failed verdict names a step),
     ``first_failing_criterion`` the criterion whose verdict names it (the first in rubric
     order on a tie) and ``first_failing_agent`` the agent that step belongs to, in a run of
-    several agents whose steps say so.
+    several agents whose steps say so. ``first_failing_origin`` is where that step came from in
+    the source log (its ``origin``, as the importer wrote it: ``{"message": 12}``,
+    ``{"line": 40, "uuid": ...}``, ``{"span_id": ...}``), so it can be found in the user's file.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -219,6 +222,7 @@ class EvaluationResult(BaseModel):
     first_failing_step: int | None = None
     first_failing_criterion: str | None = None
     first_failing_agent: str | None = None
+    first_failing_origin: dict[str, Any] | None = None
 
     @property
     def passed(self) -> list[str]:
@@ -434,6 +438,18 @@ def first_failure(
             found = earliest(scored) or earliest([name for name in names if name not in scored])
         if found is not None:
             return found
+    return None
+
+
+def step_origin(trace: ReasoningTrace | None, step_id: int) -> dict[str, Any] | None:
+    """Where step ``step_id`` came from in the source (its ``origin``, written by the
+    importers); ``None`` when the step has none or there is no such step."""
+    if trace is None:
+        return None
+    for step in trace.steps:
+        if step.step_id == step_id:
+            origin = (step.model_extra or {}).get("origin")
+            return dict(origin) if isinstance(origin, dict) and origin else None
     return None
 
 

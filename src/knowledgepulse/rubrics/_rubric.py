@@ -27,6 +27,7 @@ from ._criterion import (
     run_criterion,
     score_of,
     step_agent,
+    step_origin,
 )
 
 # EvaluationResult is re-exported: records written per output line derive from it here.
@@ -378,6 +379,7 @@ class Rubric:
             first_failing_step=first[0] if first else None,
             first_failing_criterion=first[1] if first else None,
             first_failing_agent=step_agent(case.trace, first[0]) if first else None,
+            first_failing_origin=step_origin(case.trace, first[0]) if first else None,
         )
 
     def evaluate_each(

@@ -556,7 +556,7 @@
       h(
         "tr",
         { class: "step step-" + step.type },
-        h("td", { class: "number" }, String(step.step_id)),
+        h("td", { class: "number", title: originText(step.origin).replace(/^, /, "") || null }, String(step.step_id)),
         h("td", null, h("span", { class: "badge " + step.type }, step.type.replace("_", " "))),
         h("td", null, step.tool ? h("code", null, step.tool.name + (step.tool.mcp_server ? ` (${step.tool.mcp_server})` : "")) : "—"),
         h("td", { class: "content" }, step.content || step.output_summary || "—"),
@@ -607,12 +607,19 @@
         ["Outcome", result.outcome_type],
         result.gate_passed !== null && result.gate_passed !== undefined ? ["Success gate", result.gate_passed ? "passed" : "failed"] : null,
         result.first_failing_step !== null && result.first_failing_step !== undefined
-          ? ["First failing step", `${result.first_failing_step} (${result.first_failing_criterion || "?"}${result.first_failing_agent ? ", agent " + result.first_failing_agent : ""})`]
+          ? ["First failing step", `${result.first_failing_step} (${result.first_failing_criterion || "?"}${result.first_failing_agent ? ", agent " + result.first_failing_agent : ""}${originText(result.first_failing_origin)})`]
           : null,
       ]),
       table("Criteria", ["Criterion", "Weight", "Result"], rows, "criteria"),
       h("p", { class: "explanation" }, result.explanation || "")
     );
+  }
+
+  // Where a step came from in the user's file ({"message": 12} → ", from message 12").
+  function originText(origin) {
+    if (!origin || typeof origin !== "object") return "";
+    const parts = Object.entries(origin).map(([key, value]) => `${key.replace(/_/g, " ")} ${value}`);
+    return parts.length ? ", from " + parts.join(", ") : "";
   }
 
   function duplicatesSection(duplicates) {
