@@ -119,11 +119,18 @@ def test_an_opentelemetry_step_names_its_span() -> None:
 
 
 def test_a_langfuse_step_names_its_observation() -> None:
+    # The observation's id, named span_id: Langfuse's observation is a span (its id is the
+    # span id where the trace came in over OpenTelemetry, as in this real Pydantic AI run).
     record = json.loads((DATA / "langfuse_trace.json").read_text())
     ids = {observation["id"] for observation in record["observations"]}
     (trace,) = _traces(DATA / "langfuse_trace.json", "langfuse")
-    assert {origin["observation_id"] for origin in _origins(trace)} <= ids
-    assert _origins(trace)[0] == {"observation_id": "obs-gen1"}
+    assert {origin["span_id"] for origin in _origins(trace)} <= ids
+    assert _origins(trace)[0] == {"span_id": "obs-gen1"}
+    path = DATA / "langfuse" / "pydantic-ai-tools-2025-12-04.json"
+    real = json.loads(path.read_text())
+    (trace,) = _traces(path, "langfuse")
+    spans = {observation["id"] for observation in real["observations"]}
+    assert {origin["span_id"] for origin in _origins(trace)} <= spans
 
 
 def test_an_inspect_step_names_its_sample_epoch_and_message() -> None:
@@ -175,3 +182,33 @@ def test_a_chat_reply_appended_to_its_request_names_the_choice() -> None:
     }
     (trace,) = convert("openai", record)
     assert _origins(trace) == [{"choice": 0}]
+
+
+def test_an_origin_keeps_only_short_ids_and_whole_numbers() -> None:
+    # Origins are copied from the source onto every step: a hostile log's id must not be
+    # copied megabytes at a time, and a value of another type is no coordinate.
+    log = {
+        "eval": {"task": "t", "model": "m"},
+        "samples": [
+            {
+                "id": "s" * 100_000,
+                "epoch": [1, 2],
+                "input": "What is 2 + 2?",
+                "messages": [
+                    {"role": "user", "content": "What is 2 + 2?"},
+                    {"role": "assistant", "content": "4"},
+                    {"role": "assistant", "content": "It is 4."},
+                ],
+            }
+        ],
+    }
+    (trace,) = convert("inspect", log)
+    for origin in _origins(trace):
+        assert set(origin) == {"sample", "message"}  # the epoch, a list, is left out
+        assert origin["sample"] == "s" * 256 + "…"
+    assert [origin["message"] for origin in _origins(trace)] == [1, 2]
+    record = {
+        "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]
+    }
+    (trace,) = convert("openai", record)
+    assert _origins(trace) == [{"message": 1}]

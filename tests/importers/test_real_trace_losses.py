@@ -340,7 +340,7 @@ def test_a_langchain_message_chunk_output_is_its_text() -> None:
         "type": "thought",
         "content": "Thank you, John Smith. Which of our services are you interested in?",
         "latency_ms": 1874.0,
-        "origin": {"observation_id": "vertex-gemini-obs-001"},
+        "origin": {"span_id": "vertex-gemini-obs-001"},
     }
     (trace,) = _traces(path)
     assert trace.outcome.result_summary == (

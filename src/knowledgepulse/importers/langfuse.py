@@ -329,8 +329,9 @@ def _is_error(observation: Mapping[str, Any]) -> bool:
 
 def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -> None:
     builder = replay.builder
+    # The observation's id: its span's id where Langfuse took the trace from OpenTelemetry.
     ident = observation.get("id")
-    builder.at_origin(observation_id=ident if isinstance(ident, str) and ident else None)
+    builder.at_origin(span_id=ident if isinstance(ident, str) and ident else None)
     kind = str(observation.get("type", "SPAN")).upper()
     name = observation.get("name") if isinstance(observation.get("name"), str) else None
     failed = _is_error(observation)
