@@ -297,6 +297,7 @@ def test_registry() -> None:
         "openhands",
         "tau2",
         "harbor-traces",
+        "anthropic-managed-agents",
         "who-and-when",
     }
     for name, importer in FORMATS.items():

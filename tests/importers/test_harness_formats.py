@@ -50,6 +50,7 @@ FORMAT_DIRS = {
     "openhands": "openhands",
     "tau2": "tau2",
     "harbor_traces": "harbor-traces",
+    "anthropic_managed_agents": "anthropic-managed-agents",
 }
 HARNESS_FIXTURES = sorted(
     path

@@ -2,7 +2,8 @@
 (with the Vercel AI SDK), OpenAI Agents SDK, Langfuse, LangSmith (run trees, run lists and
 ``{post, patch}`` ingestion batches) and ATIF, and the agent
 harnesses' own logs: Claude Code, Codex CLI, Inspect AI, SWE-agent, mini-SWE-agent, OpenHands,
-tau2-bench and Harbor's traces export (one module each; see ``docs/importers.md``).
+tau2-bench, Harbor's traces export and Anthropic Managed Agents session events (one module
+each; see ``docs/importers.md``).
 
 One module per format, one public function each (:func:`from_openai`, :func:`from_anthropic`,
 :func:`from_gemini`, :func:`from_bedrock`, :func:`from_otel`, :func:`from_openai_agents`,
@@ -41,6 +42,7 @@ from .harbor_traces import from_harbor_traces
 from .inspect_ai import from_inspect
 from .langfuse import from_langfuse
 from .langsmith import from_langsmith
+from .managed_agents import from_managed_agents
 from .openai import from_openai
 from .openai_agents import from_openai_agents
 from .openhands import from_openhands
@@ -69,6 +71,7 @@ __all__ = [
     "from_inspect",
     "from_langfuse",
     "from_langsmith",
+    "from_managed_agents",
     "from_mini_swe_agent",
     "from_openai",
     "from_openai_agents",

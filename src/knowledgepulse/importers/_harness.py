@@ -17,6 +17,12 @@ from .claude_code import claude_code_traces, from_claude_code, is_claude_code_en
 from .codex import codex_traces, from_codex, is_codex_line
 from .harbor_traces import from_harbor_traces, is_harbor_trace_row
 from .inspect_ai import from_inspect, inspect_runs, is_inspect_log
+from .managed_agents import (
+    from_managed_agents,
+    is_managed_agents_event,
+    is_managed_agents_page,
+    managed_agents_traces,
+)
 from .openhands import from_openhands, is_openhands_event, is_openhands_output, openhands_traces
 from .swe_agent import from_mini_swe_agent, from_swe_agent, is_mini_swe_agent, is_swe_agent
 from .tau2 import from_tau2, is_tau2_results, tau2_runs
@@ -42,6 +48,9 @@ HARNESS_DESCRIPTIONS: dict[str, str] = {
     "openhands": "OpenHands trajectories (event lists) and evaluation output lines",
     "tau2": "tau2-bench results (one trace per simulation)",
     "harbor-traces": "Harbor 'traces export' rows (one trace per row)",
+    "anthropic-managed-agents": (
+        "Anthropic Managed Agents session events (GET /v1/sessions/{id}/events; one trace per file)"
+    ),
 }
 HARNESS_CONVERTERS: dict[str, Converter] = {
     "claude-code": from_claude_code,
@@ -52,6 +61,7 @@ HARNESS_CONVERTERS: dict[str, Converter] = {
     "openhands": from_openhands,
     "tau2": from_tau2,
     "harbor-traces": from_harbor_traces,
+    "anthropic-managed-agents": from_managed_agents,
 }
 
 #: Formats whose records of one source file are one run: name → the converter of a unit's
@@ -60,6 +70,7 @@ FILE_FORMATS: dict[str, Callable[[list[Entry], ImportOptions], list[ReasoningTra
     "claude-code": claude_code_traces,
     "codex": codex_traces,
     "openhands": openhands_traces,
+    "anthropic-managed-agents": managed_agents_traces,
 }
 
 
@@ -101,4 +112,9 @@ def detect_harness_format(items: list[Any]) -> str | None:
         return "openhands"
     if is_harbor_trace_row(first):
         return "harbor-traces"
+    # Events only: a recording of SDK calls ([method, event] pairs) is no session's log.
+    if all(isinstance(item, Mapping) for item in items) and (
+        is_managed_agents_event(first) or is_managed_agents_page(first)
+    ):
+        return "anthropic-managed-agents"
     return None
