@@ -44,6 +44,23 @@ def test_gemini_fixture() -> None:
         "objective_from": "user_message",
         "model": "gemini-2.5-flash",
         "finish_reason": "STOP",
+        # The request's functionDeclarations: known_tools and valid_arguments can decide.
+        "tool_definitions": [
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            },
+            {
+                "name": "get_map",
+                "description": "A map tile of a city centre",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        ],
     }
     assert_round_trips(trace)
 
@@ -206,3 +223,79 @@ def test_later_user_turns_are_user_observations(fmt: str, record: Any) -> None:
         {"type": "observation", "content": "Four, at eight.", "source": "user"},
         {"type": "thought", "content": "Booked for four at 20:00."},
     ]
+
+
+def test_the_tools_a_request_declared_are_kept_for_the_tool_checks() -> None:
+    # Issue 35 item 3: known_tools and valid_arguments were undetermined on every imported
+    # run whose request declared its tools; the importers now keep them.
+    from knowledgepulse.behaviours import known_tools, valid_arguments
+
+    schema = {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "lookup", "input": {"sku": 7}}],
+    }
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "no such sku"}],
+    }
+    anthropic = {
+        "messages": [{"role": "user", "content": "How many?"}, call, result],
+        "tools": [
+            {"name": "lookup", "description": "Stock", "input_schema": schema},
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
+        ],
+    }
+    (trace,) = convert("anthropic", anthropic)
+    assert trace.metadata.model_extra["kp_import"]["tool_definitions"] == [
+        {"name": "lookup", "description": "Stock", "parameters": schema},
+        {"name": "web_search"},
+    ]
+    assert known_tools(trace).passed is True
+    assert valid_arguments(trace).passed is False  # sku 7 is no string
+    openai = {
+        "messages": [
+            {"role": "user", "content": "How many?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "stock", "arguments": '{"sku": "A1"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "3"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "lookup", "parameters": schema}}],
+    }
+    (trace,) = convert("openai", openai)
+    assert known_tools(trace).passed is False  # "stock" was never declared
+    gemini_upper = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "Hi"}]},
+            {"role": "model", "parts": [{"text": "Hello"}]},
+        ],
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "f",
+                        "parameters": {
+                            "type": "OBJECT",
+                            "properties": {"type": {"type": "STRING"}},
+                        },
+                    }
+                ]
+            }
+        ],
+    }
+    (trace,) = convert("gemini", gemini_upper)
+    assert trace.metadata.model_extra["kp_import"]["tool_definitions"] == [
+        {"name": "f", "parameters": {"type": "object", "properties": {"type": {"type": "string"}}}}
+    ]
+    # A tool list of another shape is no declaration, and nothing is refused for it.
+    (trace,) = convert("openai", {**openai, "tools": "lookup"})
+    assert "tool_definitions" not in trace.metadata.model_extra["kp_import"]

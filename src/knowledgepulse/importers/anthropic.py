@@ -25,6 +25,7 @@ from knowledgepulse._schema import ReasoningTrace
 
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options
+from ._tool_definitions import declared_tools
 from ._values import (
     ConversionError,
     at,
@@ -68,6 +69,9 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
         _read_messages(builder, list(record), path)
     elif isinstance(record, Mapping) and "messages" in record:
         messages = expect_list(record["messages"], at(path, "messages"))
+        tools = declared_tools(record.get("tools"))
+        if tools:
+            builder.info["tool_definitions"] = tools
         _read_messages(builder, messages, at(path, "messages"))
         if record.get("response") is not None:
             where = at(path, "response")

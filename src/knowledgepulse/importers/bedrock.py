@@ -32,6 +32,7 @@ from knowledgepulse.io._reader import json_type_name
 from ._binary import base64_size, binary_placeholder, reference_placeholder
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options
+from ._tool_definitions import declared_tools
 from ._values import (
     ConversionError,
     at,
@@ -130,6 +131,10 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
             _read_messages(builder, expect_list(messages, where), where)
         if isinstance(request.get("modelId"), str):
             builder.info["model"] = request["modelId"]
+        config = request.get("toolConfig")
+        tools = declared_tools(config.get("tools") if isinstance(config, Mapping) else None)
+        if tools:
+            builder.info["tool_definitions"] = tools
         _read_response(builder, response, response_path)
     else:
         raise ConversionError(

@@ -37,6 +37,7 @@ from knowledgepulse.io._reader import json_type_name
 from ._binary import base64_size, binary_placeholder, reference_placeholder
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options
+from ._tool_definitions import declared_tools
 from ._values import (
     ConversionError,
     at,
@@ -116,6 +117,9 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
             _read_contents(builder, expect_list(contents, where), where)
         if isinstance(request.get("model"), str):
             builder.info["model"] = request["model"].removeprefix("models/")
+        tools = declared_tools(request.get("tools"))
+        if tools:
+            builder.info["tool_definitions"] = tools
         response = record.get("response")
         if response is not None:
             _read_response(

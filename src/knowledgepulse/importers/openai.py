@@ -45,6 +45,7 @@ from knowledgepulse.io._reader import json_type_name
 
 from ._builder import TraceBuilder
 from ._options import ImportOptions, resolve_options
+from ._tool_definitions import declared_tools
 from ._values import (
     ConversionError,
     at,
@@ -229,6 +230,9 @@ def _empty_run(info: Any) -> str:
 
 def _read_chat_record(builder: TraceBuilder, record: Mapping[str, Any], path: str) -> None:
     messages = expect_list(record["messages"], at(path, "messages"))
+    tools = declared_tools(record.get("tools"))
+    if tools:
+        builder.info["tool_definitions"] = tools
     choices = record.get("choices")
     if choices:
         first_path = at(at(path, "choices"), 0)
@@ -339,6 +343,9 @@ def _read_assistant(builder: TraceBuilder, message: Mapping[str, Any], where: st
 
 
 def _read_response(builder: TraceBuilder, record: Mapping[str, Any], path: str) -> None:
+    tools = declared_tools(record.get("tools"))
+    if tools:
+        builder.info["tool_definitions"] = tools
     given = record.get("input")
     if isinstance(given, str):
         builder.user_message(given)
