@@ -474,6 +474,34 @@ def test_valid_arguments() -> None:
     assert valid_arguments(trace(call("Bash"))).passed is None
 
 
+def test_a_declared_schema_that_is_no_json_schema_decides_nothing() -> None:
+    # Tools now come from the logs themselves (a request's tools): a schema that is not a JSON
+    # Schema was read as "matches" (a silent pass); its calls are now left undetermined, with
+    # the reason, and the calls to tools with a valid schema still decide.
+    broken = [function("Bash", {"type": "strin"}), function("Grep", {"properties": []})]
+    made = trace(call("Bash", command="ls"), result(), call("Grep"), tools=broken)
+    assert valid_arguments(made) == Finding(
+        None,
+        "no tool called declares a valid argument schema (Bash: parameters.type: 'strin' is "
+        "not a JSON Schema type)",
+    )
+    mixed = [function("Bash", SCHEMA), function("Grep", {"properties": []})]
+    made = trace(call("Bash", timeout=1.5), result(), call("Grep"), tools=mixed)
+    finding = valid_arguments(made)
+    assert finding.passed is False
+    assert finding.reason == (
+        "step 0 Bash: command: missing (required) and timeout: expected integer, got a number; "
+        "1 call to a tool whose schema is not a JSON Schema not checked (Grep: "
+        "parameters.properties: expected an object of schemas, got an array)"
+    )
+    made = trace(call("Bash", command="ls"), result(), call("Grep"), tools=mixed)
+    assert valid_arguments(made).reason == (
+        "the arguments of 1 calls match their tools' schemas; 1 call to a tool whose schema is "
+        "not a JSON Schema not checked (Grep: parameters.properties: expected an object of "
+        "schemas, got an array)"
+    )
+
+
 def test_schema_problems_cover_the_common_keywords() -> None:
     schema = {
         "type": "object",

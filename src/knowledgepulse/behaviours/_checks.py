@@ -29,6 +29,7 @@ from ._facts import (
     user_turns,
 )
 from ._schema_check import schema_problems
+from ._tools_file import schema_problem
 
 __all__ = [
     "DEFAULT_CONSENT_PATTERN",
@@ -360,25 +361,43 @@ def known_tools(trace: ReasoningTrace) -> Finding:
 
 def valid_arguments(trace: ReasoningTrace) -> Finding:
     """Each call's arguments match its tool's declared JSON Schema; undetermined when no called
-    tool declares one (see :func:`~._schema_check.schema_problems` for the keywords checked)."""
+    tool declares one (see :func:`~._schema_check.schema_problems` for the keywords checked).
+    A declared schema that is not a JSON Schema (a log's own tool list may hold one) checks
+    nothing: its calls are left out, and the reason says so."""
     declared = tool_definitions(trace)
     if declared is None:
         return _undetermined("the trace declares no tools")
-    checked = [call for call in tool_calls(trace) if declared.get(call.name) is not None]
-    if not checked:
+    called = [call for call in tool_calls(trace) if declared.get(call.name) is not None]
+    if not called:
         return _undetermined("no tool called declares an argument schema")
+    broken = {
+        name: problem
+        for name in dict.fromkeys(call.name for call in called)
+        if (problem := schema_problem(declared[name], "parameters"))
+    }
+    checked = [call for call in called if call.name not in broken]
+    unchecked = ""
+    if broken:
+        name, problem = next(iter(broken.items()))
+        skipped = len(called) - len(checked)
+        unchecked = (
+            f"{skipped} call{'s' if skipped > 1 else ''} to a tool whose schema is not a JSON "
+            f"Schema not checked ({name}: {problem})"
+        )
+    if not checked:
+        return _undetermined(f"no tool called declares a valid argument schema ({name}: {problem})")
     bad: list[tuple[ToolCall, str]] = []
     for call in checked:
-        schema = declared[call.name]
-        assert schema is not None  # filtered above
-        problems = schema_problems(dict(call.arguments), schema)
+        problems = schema_problems(dict(call.arguments), declared[call.name])
         if problems:
             bad.append((call, " and ".join(problems[:2])))
     if not bad:
-        return Finding(True, f"the arguments of {len(checked)} calls match their tools' schemas")
+        passed = f"the arguments of {len(checked)} calls match their tools' schemas"
+        return Finding(True, "; ".join(filter(None, (passed, unchecked))))
     shown = "; ".join(f"step {call.step_id} {call.name}: {problem}" for call, problem in bad[:3])
     more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
-    return Finding(False, shown + more, tuple(call.step_id for call, _ in bad))
+    reason = "; ".join(filter(None, (shown + more, unchecked)))
+    return Finding(False, reason, tuple(call.step_id for call, _ in bad))
 
 
 # -- consent -----------------------------------------------------------------------------------
