@@ -833,6 +833,7 @@ def test_a_directory_scan_reads_traj_and_eval_files(
     assert ids == [
         "kp:trace:inspect:8zXjbRzCWrL9GXiXo2vus9:sample-1:epoch-1",
         "kp:trace:inspect:EHs43QJtJ23ZJpyduMvxLY:sample-1:epoch-1",
+        "kp:trace:inspect:FhdYWFJ77GkBBV8uKGRTuQ:sample-0:epoch-1",
         # SWE-agent 0.x trajectories name no run: their ids are hashes of the record.
         "kp:trace:swe-agent:07caf9c859938aef",
         "kp:trace:swe-agent:29948ba2f8ea1d5c",
@@ -934,3 +935,19 @@ def test_naming_the_wrong_format_says_the_file_is_not_that_format(
     err = capsys.readouterr().err
     assert message in err
     assert "pass objective" not in err
+
+
+def test_inspect_keeps_the_tools_its_model_calls_were_given() -> None:
+    # A real Inspect run (guess_number, 5 bash calls): each model event lists the tools the
+    # model was given; known_tools and valid_arguments decide on them.
+    from knowledgepulse.behaviours import Finding, known_tools, valid_arguments
+
+    (unit,) = read_traces_from_paths([str(DATA / "inspect" / "guess_number_bash.eval")], "auto")
+    (trace,) = unit.traces
+    tools = trace.metadata.model_extra["kp_import"]["tool_definitions"]
+    assert [tool["name"] for tool in tools] == ["bash", "python"]
+    assert tools[0]["parameters"]["required"] == ["cmd"]
+    assert known_tools(trace) == Finding(True, "all 5 tool calls use one of the 2 declared tools")
+    assert valid_arguments(trace) == Finding(
+        True, "the arguments of 5 calls match their tools' schemas"
+    )

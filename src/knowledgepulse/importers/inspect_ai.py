@@ -47,6 +47,7 @@ from ._entries import default_objective
 from ._harness_text import mapping
 from ._objective import FROM_SOURCE_ID, FROM_TASK_FIELD, FROM_USER_MESSAGE, preamble_kind
 from ._options import ImportOptions, resolve_options
+from ._tool_definitions import declared_tools
 from ._values import (
     ConversionError,
     at,
@@ -164,6 +165,9 @@ def inspect_sample_trace(
         builder.info["error"] = message
     _read_scores(builder, sample.get("scores"))
     _read_log_status(builder, log, sample)
+    tools = _tools_of_events(sample.get("events"))
+    if tools:
+        builder.info["tool_definitions"] = tools
     choices = _choices(sample.get("choices"))
     if choices and builder.objective is not None and builder.objective_from == FROM_TASK_FIELD:
         # The options as Inspect's multiple_choice solver shows them: without them an answer
@@ -186,6 +190,17 @@ def inspect_sample_trace(
         return builder.build(sample, options)
     except ConversionError as exc:
         raise exc.under(path) from None
+
+
+def _tools_of_events(events: Any) -> list[dict[str, Any]]:
+    """The tools the sample's model calls were given (each ``model`` event's ``tools``, the
+    first definition of each name)."""
+    found: dict[str, dict[str, Any]] = {}
+    for event in events if isinstance(events, list) else []:
+        if isinstance(event, Mapping) and event.get("event") == "model":
+            for tool in declared_tools(event.get("tools")):
+                found.setdefault(tool["name"], tool)
+    return list(found.values())
 
 
 def _read_log_status(
