@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from knowledgepulse.importers import ConversionError, from_langfuse
@@ -78,3 +81,23 @@ def test_observation_ids_only_are_refused() -> None:
     trace["observations"] = ["obs-agent"]
     with pytest.raises(ConversionError, match=r"observations\[0\]: expected an observation object"):
         from_langfuse(trace)
+
+
+def test_the_tools_a_generation_was_given_are_kept() -> None:
+    # Real exports: Microsoft Agent Framework writes the GenAI conventions'
+    # gen_ai.tool.definitions; Agno (through OpenInference) llm.tools.N.tool.json_schema.
+    from knowledgepulse.behaviours import known_tools, valid_arguments
+    from knowledgepulse.importers import convert
+
+    folder = Path(__file__).parents[1] / "data" / "importers" / "langfuse"
+    expected = {
+        "microsoft-agent-2025-10-14.json": ["get_weather"],
+        "agno-2025-06-11.json": ["duckduckgo_search", "duckduckgo_news"],
+    }
+    for name, tools in expected.items():
+        (trace,) = convert("langfuse", json.loads((folder / name).read_text(encoding="utf-8")))
+        declared = trace.metadata.model_extra["kp_import"]["tool_definitions"]
+        assert [tool["name"] for tool in declared] == tools, name
+        assert all(tool["parameters"]["type"] == "object" for tool in declared), name
+        assert known_tools(trace).passed is True, name
+        assert valid_arguments(trace).passed is True, name

@@ -334,3 +334,32 @@ def test_a_span_time_past_any_clock_is_left_out(timestamp: float) -> None:
     ]
     (trace,) = convert("otel", spans)
     assert [(s.type, s.content, s.latency_ms) for s in trace.steps] == [("thought", "hi", None)]
+
+
+def test_gen_ai_tool_definitions_on_a_chat_span_are_kept() -> None:
+    # The GenAI conventions put the tools a model call was given in gen_ai.tool.definitions
+    # (JSON text in OTLP); the flight search the agent called is declared, with its schema.
+    record = load("otel_genai.json")
+    spans = record["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    chat = next(span for span in spans if span["name"] == "chat gpt-4.1")
+    definitions = [
+        {
+            "type": "function",
+            "name": "search_flights",
+            "parameters": {"type": "object", "properties": {"to": {"type": "string"}}},
+        }
+    ]
+    chat["attributes"].append(
+        {"key": "gen_ai.tool.definitions", "value": {"stringValue": json.dumps(definitions)}}
+    )
+    trace = next(
+        t
+        for t in convert("otel", record)
+        if t.steps and any(s.tool and s.tool.name == "search_flights" for s in t.steps)
+    )
+    assert trace.metadata.model_extra["kp_import"]["tool_definitions"] == [
+        {
+            "name": "search_flights",
+            "parameters": {"type": "object", "properties": {"to": {"type": "string"}}},
+        }
+    ]

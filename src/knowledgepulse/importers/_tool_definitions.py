@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._binary import scrub_value
 
-__all__ = ["declared_tools"]
+__all__ = ["declared_tools", "merge_tools", "tools_of_span_attributes"]
 
 _SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema")
 
@@ -80,3 +82,45 @@ def _lowered(schema: Any, depth: int = 0) -> Any:
     if isinstance(schema, list):
         return [_lowered(item, depth + 1) for item in schema]
     return schema
+
+
+_OPENINFERENCE_TOOL = re.compile(r"llm\.tools\.(\d+)\.tool\.json_schema")
+
+
+def tools_of_span_attributes(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The tools a model-call span says the model was given: the GenAI conventions'
+    ``gen_ai.tool.definitions`` (a list, or its JSON text) and OpenInference's
+    ``llm.tools.N.tool.json_schema`` (each the JSON text of one OpenAI tool)."""
+    given = attributes.get("gen_ai.tool.definitions")
+    if isinstance(given, str):
+        given = _json(given)
+    found = declared_tools(given)
+    numbered = sorted(
+        (int(match.group(1)), value)
+        for key, value in attributes.items()
+        if isinstance(key, str) and (match := _OPENINFERENCE_TOOL.fullmatch(key))
+    )
+    found += declared_tools(
+        [_json(value) if isinstance(value, str) else value for _, value in numbered]
+    )
+    return found
+
+
+def merge_tools(
+    known: list[dict[str, Any]], more: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``known`` and the tools of ``more`` not named in it (the first definition wins)."""
+    names = {tool["name"] for tool in known}
+    merged = list(known)
+    for tool in more:
+        if tool["name"] not in names:
+            names.add(tool["name"])
+            merged.append(tool)
+    return merged
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None

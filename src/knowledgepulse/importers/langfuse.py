@@ -65,6 +65,7 @@ from ._messages import (
 from ._objective import FROM_TRACE_INPUT, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
+from ._tool_definitions import merge_tools, tools_of_span_attributes
 from ._values import (
     ConversionError,
     at,
@@ -166,9 +167,13 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
 
     builder.agent_id = _agent_name(observations, by_id)
     replay = Replay(builder)
+    tools: list[dict[str, Any]] = []
     for observation in observations:
+        tools = merge_tools(tools, tools_of_span_attributes(_span_attributes(observation)))
         if not _inner_generation(observation, by_id):
             _step(replay, observation, failed_under)
+    if tools:
+        builder.info["tool_definitions"] = tools
     return builder.build(trace, options)
 
 
