@@ -4,12 +4,10 @@ caller) as a JSONL file, a list and a page; each event kind; what is refused."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from knowledgepulse.cli import main
 from knowledgepulse.importers import ConversionError, convert, read_traces_from_paths
 
 from ._util import DATA, steps
@@ -127,16 +125,3 @@ def test_a_call_without_a_tool_name_is_refused_naming_the_field() -> None:
     ]
     with pytest.raises(ConversionError, match=r"\[1\]\.name: expected the tool's name as text"):
         convert("anthropic-managed-agents", events)
-
-
-def test_a_recording_of_sdk_calls_is_still_refused_saying_what_it_saw(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # [method, payload] pairs are a test's recording, not a session's events: each line is
-    # refused as before, and nothing is half read.
-    path = DATA / "refused" / "anthropic_managed_agents_custom_tools.jsonl"
-    code = main(["import", str(path), "--from", "auto", "-o", str(tmp_path / "o.jsonl")])
-    err = capsys.readouterr().err
-    assert code == 1
-    assert err.count("could not detect the format") == 19
-    assert "records in: 19 = processed 0 + rejected 19" in err

@@ -416,6 +416,10 @@ def test_auto_detection_refusal_says_what_it_saw_and_the_nearest_formats(
         "saw an array of 2: a string 'client.beta.sessions.create', an object with keys " in first
     )
     assert "nearest formats:" in first
+    # [method, payload] pairs are a test's recording of SDK calls, not a session's events
+    # (anthropic-managed-agents reads those): every line is refused, none half read.
+    assert err.count("could not detect the format") == 19
+    assert "records in: 19 = processed 0 + rejected 19" in err
 
 
 # -- refusals that say what to do -----------------------------------------------------------------
