@@ -159,6 +159,12 @@ class TraceBuilder:
                 kept[key] = value
         self.origin = kept or None
 
+    def keep_tools(self, tools: list[dict[str, Any]]) -> None:
+        """The tools the source declared (``kp_import.tool_definitions``), if it declared any:
+        ``known_tools`` and ``valid_arguments`` decide on them."""
+        if tools:
+            self.info["tool_definitions"] = tools
+
     def _new(self, step: RawStep) -> RawStep:
         step.origin = self.origin
         self.steps.append(step)

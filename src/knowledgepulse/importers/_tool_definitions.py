@@ -10,7 +10,7 @@ from typing import Any
 
 from ._binary import scrub_value
 
-__all__ = ["declared_tools", "merge_tools", "tools_of_span_attributes"]
+__all__ = ["declared_tools", "tools_of_span_attributes", "tools_of_spans"]
 
 _SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema")
 
@@ -106,17 +106,14 @@ def tools_of_span_attributes(attributes: Mapping[str, Any]) -> list[dict[str, An
     return found
 
 
-def merge_tools(
-    known: list[dict[str, Any]], more: Iterable[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """``known`` and the tools of ``more`` not named in it (the first definition wins)."""
-    names = {tool["name"] for tool in known}
-    merged = list(known)
-    for tool in more:
-        if tool["name"] not in names:
-            names.add(tool["name"])
-            merged.append(tool)
-    return merged
+def tools_of_spans(attribute_maps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The tools the spans with these attributes declare (:func:`tools_of_span_attributes`),
+    the first definition of each name."""
+    found: dict[str, dict[str, Any]] = {}
+    for attributes in attribute_maps:
+        for tool in tools_of_span_attributes(attributes):
+            found.setdefault(tool["name"], tool)
+    return list(found.values())
 
 
 def _json(text: str) -> Any:

@@ -69,9 +69,7 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
         _read_messages(builder, list(record), path)
     elif isinstance(record, Mapping) and "messages" in record:
         messages = expect_list(record["messages"], at(path, "messages"))
-        tools = declared_tools(record.get("tools"))
-        if tools:
-            builder.info["tool_definitions"] = tools
+        builder.keep_tools(declared_tools(record.get("tools")))
         _read_messages(builder, messages, at(path, "messages"))
         if record.get("response") is not None:
             where = at(path, "response")

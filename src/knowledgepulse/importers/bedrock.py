@@ -132,9 +132,9 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
         if isinstance(request.get("modelId"), str):
             builder.info["model"] = request["modelId"]
         config = request.get("toolConfig")
-        tools = declared_tools(config.get("tools") if isinstance(config, Mapping) else None)
-        if tools:
-            builder.info["tool_definitions"] = tools
+        builder.keep_tools(
+            declared_tools(config.get("tools") if isinstance(config, Mapping) else None)
+        )
         _read_response(builder, response, response_path)
     else:
         raise ConversionError(

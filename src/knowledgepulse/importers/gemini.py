@@ -117,9 +117,7 @@ def _conversation(record: Any, path: str, options: ImportOptions) -> ReasoningTr
             _read_contents(builder, expect_list(contents, where), where)
         if isinstance(request.get("model"), str):
             builder.info["model"] = request["model"].removeprefix("models/")
-        tools = declared_tools(request.get("tools"))
-        if tools:
-            builder.info["tool_definitions"] = tools
+        builder.keep_tools(declared_tools(request.get("tools")))
         response = record.get("response")
         if response is not None:
             _read_response(

@@ -165,9 +165,7 @@ def inspect_sample_trace(
         builder.info["error"] = message
     _read_scores(builder, sample.get("scores"))
     _read_log_status(builder, log, sample)
-    tools = _tools_of_events(sample.get("events"))
-    if tools:
-        builder.info["tool_definitions"] = tools
+    builder.keep_tools(_tools_of_events(sample.get("events")))
     choices = _choices(sample.get("choices"))
     if choices and builder.objective is not None and builder.objective_from == FROM_TASK_FIELD:
         # The options as Inspect's multiple_choice solver shows them: without them an answer

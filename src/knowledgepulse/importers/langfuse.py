@@ -65,7 +65,7 @@ from ._messages import (
 from ._objective import FROM_TRACE_INPUT, FROM_TRACE_NAME
 from ._options import ImportOptions, resolve_options
 from ._replay import Replay
-from ._tool_definitions import merge_tools, tools_of_span_attributes
+from ._tool_definitions import tools_of_spans
 from ._values import (
     ConversionError,
     at,
@@ -167,13 +167,10 @@ def _convert_trace(trace: dict[str, Any], path: str, options: ImportOptions) -> 
 
     builder.agent_id = _agent_name(observations, by_id)
     replay = Replay(builder)
-    tools: list[dict[str, Any]] = []
+    builder.keep_tools(tools_of_spans(_span_attributes(o) for o in observations))
     for observation in observations:
-        tools = merge_tools(tools, tools_of_span_attributes(_span_attributes(observation)))
         if not _inner_generation(observation, by_id):
             _step(replay, observation, failed_under)
-    if tools:
-        builder.info["tool_definitions"] = tools
     return builder.build(trace, options)
 
 
@@ -334,9 +331,7 @@ def _is_error(observation: Mapping[str, Any]) -> bool:
 
 def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -> None:
     builder = replay.builder
-    # The observation's id: its span's id where Langfuse took the trace from OpenTelemetry.
-    ident = observation.get("id")
-    builder.at_origin(span_id=ident if isinstance(ident, str) and ident else None)
+    builder.at_origin(span_id=observation.get("id") or None)  # its span's id, from OTel
     kind = str(observation.get("type", "SPAN")).upper()
     name = observation.get("name") if isinstance(observation.get("name"), str) else None
     failed = _is_error(observation)

@@ -230,9 +230,7 @@ def _empty_run(info: Any) -> str:
 
 def _read_chat_record(builder: TraceBuilder, record: Mapping[str, Any], path: str) -> None:
     messages = expect_list(record["messages"], at(path, "messages"))
-    tools = declared_tools(record.get("tools"))
-    if tools:
-        builder.info["tool_definitions"] = tools
+    builder.keep_tools(declared_tools(record.get("tools")))
     choices = record.get("choices")
     if choices:
         first_path = at(at(path, "choices"), 0)
@@ -343,9 +341,7 @@ def _read_assistant(builder: TraceBuilder, message: Mapping[str, Any], where: st
 
 
 def _read_response(builder: TraceBuilder, record: Mapping[str, Any], path: str) -> None:
-    tools = declared_tools(record.get("tools"))
-    if tools:
-        builder.info["tool_definitions"] = tools
+    builder.keep_tools(declared_tools(record.get("tools")))
     given = record.get("input")
     if isinstance(given, str):
         builder.user_message(given)

@@ -64,7 +64,7 @@ from ._options import ImportOptions, resolve_options
 from ._otel_spans import DETAILS_EVENT, MESSAGE_EVENTS, Span, span_calls, span_messages, unflatten
 from ._otlp import SpanProblem, read_spans
 from ._replay import Replay
-from ._tool_definitions import merge_tools, tools_of_span_attributes
+from ._tool_definitions import tools_of_spans
 from ._values import ConversionError, NotARun, parse_arguments, parse_timestamp, stringify
 from .vercel import vercel_kind, vercel_operation, vercel_tool
 
@@ -224,10 +224,9 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
         builder.success = judge.status == "ok"
     _note_source(builder, otel_id, spans, top, root, ids)
 
-    tools: list[dict[str, Any]] = []
+    builder.keep_tools(tools_of_spans(span.attrs for span in spans))
     for span in spans:
         builder.at_origin(span_id=_span_origin(span))
-        tools = merge_tools(tools, tools_of_span_attributes(span.attrs))
         if span.kind == "llm" or (span.kind == "agent" and not has_llm):
             _replay_model_calls(builder, replay, span)
         elif span.kind == "tool":
@@ -236,8 +235,6 @@ def _convert_trace(otel_id: str, spans: list[Span], options: ImportOptions) -> R
             builder.user_message(
                 text_from_value(span.attrs.get("input.value")), origin=FROM_TRACE_INPUT
             )
-    if tools:
-        builder.info["tool_definitions"] = tools
     # Content capture off (the GenAI instrumentations' default): no message, only names.
     builder.default_objective(builder.agent_id, FROM_AGENT_NAME)
     speaker = top or root
