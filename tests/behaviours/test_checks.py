@@ -668,14 +668,14 @@ def test_a_run_its_harness_records_as_submitted_has_answered() -> None:
         assert finding.passed is True, (name, finding)
         assert finding.reason == "the run's harness took its result (exit status Submitted)"
     submitted = trace(call("bash", command="echo done"), result("diff --git"))
-    submitted.metadata.model_extra["kp_import"]["exit_status"] = "Submitted"
+    (submitted.metadata.model_extra or {})["kp_import"]["exit_status"] = "Submitted"
     assert answered(submitted).passed is True
     # Autosubmitted at a cost limit, the result was still delivered (task_completed weighs
     # the budget).
-    submitted.metadata.model_extra["kp_import"]["exit_status"] = "submitted (exit_cost)"
+    (submitted.metadata.model_extra or {})["kp_import"]["exit_status"] = "submitted (exit_cost)"
     assert answered(submitted).passed is True
     for other in ("LimitsExceeded", "exit_cost", "Format error"):
-        submitted.metadata.model_extra["kp_import"]["exit_status"] = other
+        (submitted.metadata.model_extra or {})["kp_import"]["exit_status"] = other
         assert answered(submitted).passed is False, other
 
 

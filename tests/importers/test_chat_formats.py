@@ -247,7 +247,7 @@ def test_the_tools_a_request_declared_are_kept_for_the_tool_checks() -> None:
         ],
     }
     (trace,) = convert("anthropic", anthropic)
-    assert trace.metadata.model_extra["kp_import"]["tool_definitions"] == [
+    assert (trace.metadata.model_extra or {})["kp_import"]["tool_definitions"] == [
         {"name": "lookup", "description": "Stock", "parameters": schema},
         {"name": "web_search"},
     ]
@@ -293,9 +293,9 @@ def test_the_tools_a_request_declared_are_kept_for_the_tool_checks() -> None:
         ],
     }
     (trace,) = convert("gemini", gemini_upper)
-    assert trace.metadata.model_extra["kp_import"]["tool_definitions"] == [
+    assert (trace.metadata.model_extra or {})["kp_import"]["tool_definitions"] == [
         {"name": "f", "parameters": {"type": "object", "properties": {"type": {"type": "string"}}}}
     ]
     # A tool list of another shape is no declaration, and nothing is refused for it.
     (trace,) = convert("openai", {**openai, "tools": "lookup"})
-    assert "tool_definitions" not in trace.metadata.model_extra["kp_import"]
+    assert "tool_definitions" not in (trace.metadata.model_extra or {})["kp_import"]

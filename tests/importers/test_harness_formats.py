@@ -944,7 +944,7 @@ def test_inspect_keeps_the_tools_its_model_calls_were_given() -> None:
 
     (unit,) = read_traces_from_paths([str(DATA / "inspect" / "guess_number_bash.eval")], "auto")
     (trace,) = unit.traces
-    tools = trace.metadata.model_extra["kp_import"]["tool_definitions"]
+    tools = (trace.metadata.model_extra or {})["kp_import"]["tool_definitions"]
     assert [tool["name"] for tool in tools] == ["bash", "python"]
     assert tools[0]["parameters"]["required"] == ["cmd"]
     assert known_tools(trace) == Finding(True, "all 5 tool calls use one of the 2 declared tools")

@@ -96,7 +96,7 @@ def test_the_tools_a_generation_was_given_are_kept() -> None:
     }
     for name, tools in expected.items():
         (trace,) = convert("langfuse", json.loads((folder / name).read_text(encoding="utf-8")))
-        declared = trace.metadata.model_extra["kp_import"]["tool_definitions"]
+        declared = (trace.metadata.model_extra or {})["kp_import"]["tool_definitions"]
         assert [tool["name"] for tool in declared] == tools, name
         assert all(tool["parameters"]["type"] == "object" for tool in declared), name
         assert known_tools(trace).passed is True, name

@@ -50,7 +50,7 @@ def test_the_real_session_is_its_task_its_custom_tool_call_and_the_answer() -> N
         {"line": 9, "event_id": "sevt_01N6qTAumErPqiuFkK6syGod"},
         {"line": 13, "event_id": "sevt_01Q8GarQqkPv2TRV9LF6FKxd"},
     ]
-    imported = trace.metadata.model_extra["kp_import"]
+    imported = (trace.metadata.model_extra or {})["kp_import"]
     assert imported["stop_reason"] == "end_turn"
     assert imported["usage"] == {
         "input_tokens": 4,
@@ -115,7 +115,7 @@ def test_each_kind_of_event() -> None:
     assert data[7]["source"] == "user"
     assert data[8]["source"] == "harness" and data[8]["is_error"] is True
     assert trace.metadata.success is False
-    assert trace.metadata.model_extra["kp_import"]["stop_reason"] == "terminated"
+    assert (trace.metadata.model_extra or {})["kp_import"]["stop_reason"] == "terminated"
 
 
 def test_a_call_without_a_tool_name_is_refused_naming_the_field() -> None:

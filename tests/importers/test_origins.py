@@ -20,7 +20,7 @@ def _traces(path: Path, fmt: str = "auto") -> list[ReasoningTrace]:
     return [trace for unit in read_traces_from_paths([str(path)], fmt) for trace in unit.traces]
 
 
-def _origins(trace: ReasoningTrace) -> list[dict[str, Any]]:
+def _origins(trace: ReasoningTrace) -> list[Any]:
     return [(step.model_extra or {}).get("origin") for step in trace.steps]
 
 

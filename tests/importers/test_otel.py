@@ -357,7 +357,7 @@ def test_gen_ai_tool_definitions_on_a_chat_span_are_kept() -> None:
         for t in convert("otel", record)
         if t.steps and any(s.tool and s.tool.name == "search_flights" for s in t.steps)
     )
-    assert trace.metadata.model_extra["kp_import"]["tool_definitions"] == [
+    assert (trace.metadata.model_extra or {})["kp_import"]["tool_definitions"] == [
         {
             "name": "search_flights",
             "parameters": {"type": "object", "properties": {"to": {"type": "string"}}},
