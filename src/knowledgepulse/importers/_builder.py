@@ -146,13 +146,13 @@ class TraceBuilder:
         """Where the steps added from now on come from in the source, in the source's own
         coordinates (``message=3``, ``line=17``, ``event_id=12``, ``span_id="ab12"``,
         ``sample="s1", epoch=1, message=4``): written as each step's ``origin``, so a verdict
-        about step 22 can be found in the user's file. Only whole numbers and text are
-        coordinates (``None`` and any other value are left out), and text is cut at
+        about step 22 can be found in the user's file. Only whole numbers and non-empty text
+        are coordinates (``None`` and any other value are left out), and text is cut at
         :data:`ORIGIN_ID_LENGTH` characters: every step of a run carries its origin, and a
         hostile log's megabyte id must not be copied onto each."""
         kept: dict[str, Any] = {}
         for key, value in where.items():
-            if isinstance(value, str):
+            if isinstance(value, str) and value:
                 cut = len(value) > ORIGIN_ID_LENGTH
                 kept[key] = value[:ORIGIN_ID_LENGTH] + "…" if cut else value
             elif isinstance(value, int) and not isinstance(value, bool):

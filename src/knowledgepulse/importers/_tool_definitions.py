@@ -10,7 +10,7 @@ from typing import Any
 
 from ._binary import scrub_value
 
-__all__ = ["declared_tools", "tools_of_span_attributes", "tools_of_spans"]
+__all__ = ["declared_tools", "first_of_each_name", "tools_of_span_attributes", "tools_of_spans"]
 
 _SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema")
 
@@ -109,9 +109,15 @@ def tools_of_span_attributes(attributes: Mapping[str, Any]) -> list[dict[str, An
 def tools_of_spans(attribute_maps: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The tools the spans with these attributes declare (:func:`tools_of_span_attributes`),
     the first definition of each name."""
+    return first_of_each_name(tools_of_span_attributes(a) for a in attribute_maps)
+
+
+def first_of_each_name(groups: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The tools of several declarations (each model call lists the tools again), the first
+    definition of each name, in the order first seen."""
     found: dict[str, dict[str, Any]] = {}
-    for attributes in attribute_maps:
-        for tool in tools_of_span_attributes(attributes):
+    for tools in groups:
+        for tool in tools:
             found.setdefault(tool["name"], tool)
     return list(found.values())
 

@@ -47,7 +47,7 @@ from ._entries import default_objective
 from ._harness_text import mapping
 from ._objective import FROM_SOURCE_ID, FROM_TASK_FIELD, FROM_USER_MESSAGE, preamble_kind
 from ._options import ImportOptions, resolve_options
-from ._tool_definitions import declared_tools
+from ._tool_definitions import declared_tools, first_of_each_name
 from ._values import (
     ConversionError,
     at,
@@ -153,7 +153,7 @@ def inspect_sample_trace(
         builder.objective_context.append(input_text)
     elif input_text:
         builder.objective, builder.objective_from = input_text, FROM_TASK_FIELD
-    sample_id = sample.get("id") if isinstance(sample.get("id"), (str, int)) else None
+    sample_id = sample.get("id")  # at_origin keeps it only if it is text or a whole number
     _read_messages(builder, messages, at(path, "messages"), input_text, question, sample_id, epoch)
 
     error = sample.get("error")
@@ -193,12 +193,11 @@ def inspect_sample_trace(
 def _tools_of_events(events: Any) -> list[dict[str, Any]]:
     """The tools the sample's model calls were given (each ``model`` event's ``tools``, the
     first definition of each name)."""
-    found: dict[str, dict[str, Any]] = {}
-    for event in events if isinstance(events, list) else []:
-        if isinstance(event, Mapping) and event.get("event") == "model":
-            for tool in declared_tools(event.get("tools")):
-                found.setdefault(tool["name"], tool)
-    return list(found.values())
+    return first_of_each_name(
+        declared_tools(event.get("tools"))
+        for event in (events if isinstance(events, list) else [])
+        if isinstance(event, Mapping) and event.get("event") == "model"
+    )
 
 
 def _read_log_status(

@@ -331,7 +331,7 @@ def _is_error(observation: Mapping[str, Any]) -> bool:
 
 def _step(replay: Replay, observation: dict[str, Any], failed_under: set[str]) -> None:
     builder = replay.builder
-    builder.at_origin(span_id=observation.get("id") or None)  # its span's id, from OTel
+    builder.at_origin(span_id=observation.get("id"))  # its span's id, from OpenTelemetry
     kind = str(observation.get("type", "SPAN")).upper()
     name = observation.get("name") if isinstance(observation.get("name"), str) else None
     failed = _is_error(observation)

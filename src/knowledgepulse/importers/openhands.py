@@ -252,9 +252,7 @@ def _read_events(builder: TraceBuilder, entries: list[Entry]) -> None:
         # The event's own id (ids made up for the older serialisation are no source's).
         ident = event.get("id")
         made_up = isinstance(ident, str) and ident.startswith("legacy-")
-        if made_up or isinstance(ident, bool) or not isinstance(ident, (int, str)):
-            ident = None
-        builder.at_origin(**label_origin(label), event_id=ident)
+        builder.at_origin(**label_origin(label), event_id=None if made_up else ident)
         builder.note_time(parse_timestamp(event.get("timestamp")))
         args = mapping(event.get("args"))
         metadata = mapping(event.get("tool_call_metadata"))
