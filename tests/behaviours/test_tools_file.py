@@ -123,6 +123,16 @@ def test_given_tools_let_known_tools_and_valid_arguments_decide() -> None:
             "[0].inputSchema.properties.q.type: 'text' is not a JSON Schema type",
         ),
         (
+            # A type that is an object or a list crashed the check (unhashable), found by
+            # hypothesis once tools came from the logs themselves.
+            [{"name": "a", "parameters": {"type": {"kind": "object"}}}],
+            "[0].parameters.type: {'kind': 'object'} is not a JSON Schema type",
+        ),
+        (
+            [{"name": "a", "parameters": {"type": ["string", ["null"]]}}],
+            "[0].parameters.type: ['null'] is not a JSON Schema type",
+        ),
+        (
             [{"name": "a", "parameters": {"required": "q"}}],
             "[0].parameters.required: expected a list of property names, got a string",
         ),

@@ -119,7 +119,7 @@ def schema_problem(schema: Any, where: str, depth: int = 0) -> str | None:
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
     for each in kinds:
-        if each not in _TYPES:
+        if not isinstance(each, str) or each not in _TYPES:  # an object is unhashable
             return f"{where}.type: {each!r} is not a JSON Schema type"
     checks = (
         ("properties", Mapping, "an object of schemas"),
